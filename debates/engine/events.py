@@ -1,0 +1,55 @@
+"""Run events: appended in the committing transaction with a strictly increasing per-run seq, published to the
+run's channel group only after commit. The channel layer is a wake-up bus; the events table is the log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import F
+
+from debates.models import Run, RunEvent
+
+
+def run_group(run_id: int) -> str:
+    return f"run-{run_id}"
+
+
+def event_append(*, run_id: int, kind: str, payload: dict[str, Any] | None = None) -> int:
+    """Append an event; must run inside the transaction that commits the change it describes."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("event_append must be called inside transaction.atomic()")
+    # The UPDATE takes the run row's write lock until commit, so concurrent appends get distinct, ordered seqs.
+    Run.objects.filter(pk=run_id).update(last_seq=F("last_seq") + 1)
+    seq = Run.objects.filter(pk=run_id).values_list("last_seq", flat=True).get()
+    RunEvent.objects.create(run_id=run_id, seq=seq, kind=kind, payload=payload or {})
+    return seq
+
+
+def event_message(*, run_id: int, seq: int) -> dict[str, Any]:
+    """The channel-layer message announcing event `seq`, with its frame rendered once for every viewer."""
+    from debates.frames import event_frame
+
+    event = RunEvent.objects.get(run_id=run_id, seq=seq)
+    html, panels = event_frame(event)
+    return {"type": "run.event", "seq": seq, "html": html, "panels": panels}
+
+
+def event_publish(*, run_id: int, seq: int) -> None:
+    """Publish after commit from sync code (views, services). Delivery is best effort; viewers replay gaps."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    async_to_sync(layer.group_send)(run_group(run_id), event_message(run_id=run_id, seq=seq))
+
+
+async def aevent_publish(*, run_id: int, seq: int) -> None:
+    from channels.db import database_sync_to_async
+
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = await database_sync_to_async(event_message)(run_id=run_id, seq=seq)
+    await layer.group_send(run_group(run_id), message)

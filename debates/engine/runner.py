@@ -1,0 +1,509 @@
+"""The durable runner: lease the run, then loop plan -> execute ready steps concurrently -> commit, until a
+human wait, a pause, a cancel or Done. A crash loses at most the turns in flight, which the next runner re-runs
+(attempt + 1); a turn is committed once (compare-and-set on its attempt), so nothing is lost or duplicated."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from pydantic import ValidationError
+
+from debates.agents.base import AgentRequest, BackendError, Delta, Result, Usage, backend_get
+from debates.engine.crash import crash_point
+from debates.engine.events import aevent_publish, event_append, run_group
+from debates.engine.view import run_view_load
+from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
+from debates.protocols import registry
+from debates.protocols.base import Done, RunView, Step, Steps, Wait
+
+log = logging.getLogger("debates.engine")
+
+RUNNABLE_STATUSES = [RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.AWAITING_HUMAN]
+# A turn whose process keeps dying is given up after this many attempts in all (backend failures count
+# against MAX_ATTEMPTS separately, per runner).
+MAX_TOTAL_ATTEMPTS = 25
+
+Observer = Callable[[str, dict[str, Any]], None]
+
+
+class LeaseLost(Exception):
+    pass
+
+
+def _conf(name: str) -> Any:
+    return settings.DISPUTA[name]
+
+
+def owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+# --- lease (sync, called through database_sync_to_async) -----------------------------------------------------
+
+
+def lease_try_acquire(run_id: int, owner: str) -> bool:
+    now = timezone.now()
+    ttl = timedelta(seconds=_conf("LEASE_SECONDS"))
+    with transaction.atomic():
+        taken = (
+            Run.objects.filter(pk=run_id, status__in=RUNNABLE_STATUSES)
+            .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_owner=owner))
+            .update(lease_owner=owner, lease_expires_at=now + ttl, heartbeat_at=now)
+        )
+    return bool(taken)
+
+
+def lease_renew(run_id: int, owner: str) -> bool:
+    now = timezone.now()
+    ttl = timedelta(seconds=_conf("LEASE_SECONDS"))
+    renewed = Run.objects.filter(pk=run_id, lease_owner=owner).update(lease_expires_at=now + ttl, heartbeat_at=now)
+    return bool(renewed)
+
+
+def lease_release(run_id: int, owner: str) -> None:
+    Run.objects.filter(pk=run_id, lease_owner=owner).update(lease_owner="", lease_expires_at=None)
+
+
+# --- decisions taken under the run's row lock ----------------------------------------------------------------
+
+
+@dataclass
+class Decision:
+    outcome: str  # "steps" | "done" | "waiting" | "paused" | "cancelled"
+    steps: list[Step] = field(default_factory=list)
+    view: RunView | None = None
+    seqs: list[int] = field(default_factory=list)
+
+
+def _locked_run(run_id: int, owner: str) -> Run:
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.lease_owner != owner:
+        raise LeaseLost(f"run {run_id} is leased by {run.lease_owner or 'nobody'}")
+    return run
+
+
+def _set_status(run: Run, status: str, reason: str = "", **fields: Any) -> int:
+    run.status = status
+    run.status_reason = reason
+    for name, value in fields.items():
+        setattr(run, name, value)
+    run.save(update_fields=["status", "status_reason", *fields])
+    return event_append(run_id=run.pk, kind="run_status", payload={"status": status, "reason": reason})
+
+
+def run_decide(run_id: int, owner: str) -> Decision:
+    """Plan the next move and, unless it is to run steps, apply it, all in one transaction so a human action
+    committed concurrently is either seen by this plan or sees the status this plan sets (no lost wake-up)."""
+    with transaction.atomic():
+        run = _locked_run(run_id, owner)
+        seqs: list[int] = []
+        if run.cancel_requested:
+            Turn.objects.filter(run=run, status=TurnStatus.STREAMING).update(
+                status=TurnStatus.FAILED, error="Cancelled by a moderator.", finished_at=timezone.now()
+            )
+            seqs.append(_set_status(run, RunStatus.CANCELLED, "Cancelled by a moderator.", finished_at=timezone.now()))
+            return Decision("cancelled", seqs=seqs)
+        if run.pause_requested and run.step_credits == 0:
+            if run.status != RunStatus.PAUSED:
+                seqs.append(_set_status(run, RunStatus.PAUSED, "Paused by a moderator."))
+            return Decision("paused", seqs=seqs)
+
+        protocol = registry.get(run.protocol)
+        view = run_view_load(run)
+        plan = protocol.plan(view)
+        if isinstance(plan, Done):
+            status = RunStatus.FAILED if plan.failed else RunStatus.COMPLETED
+            run.outcome = plan.outcome
+            seqs.append(
+                _set_status(run, status, plan.reason, outcome=plan.outcome, finished_at=timezone.now(), awaiting=[])
+            )
+            return Decision("done", seqs=seqs)
+        if isinstance(plan, Wait):
+            seqs.append(_set_status(run, RunStatus.AWAITING_HUMAN, plan.reason, awaiting=[plan.kind]))
+            return Decision("waiting", seqs=seqs)
+
+        assert isinstance(plan, Steps)
+        runnable = [s for s in plan.steps if not view.seats[s.seat].human or s.key in view.submitted_steps]
+        waiting = [s for s in plan.steps if view.seats[s.seat].human and s.key not in view.submitted_steps]
+        if not runnable:
+            names = ", ".join(sorted({view.seats[s.seat].name for s in waiting}))
+            seqs.append(
+                _set_status(
+                    run, RunStatus.AWAITING_HUMAN, f"Waiting for {names} (human seat).", awaiting=[s.key for s in waiting]
+                )
+            )
+            return Decision("waiting", seqs=seqs)
+        if run.pause_requested:  # paused with a step credit: run exactly one turn, then pause again
+            runnable = runnable[:1]
+            Run.objects.filter(pk=run.pk, step_credits__gt=0).update(step_credits=F("step_credits") - 1)
+        if run.status != RunStatus.RUNNING or run.awaiting:
+            seqs.append(
+                _set_status(
+                    run, RunStatus.RUNNING, "", awaiting=[], started_at=run.started_at or timezone.now()
+                )
+            )
+        return Decision("steps", steps=runnable, view=view, seqs=seqs)
+
+
+# --- turns -----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ClaimedTurn:
+    turn_id: int
+    attempt: int
+    first_seq: int
+    seat: Seat
+    seq: int
+
+
+def turn_claim(run_id: int, owner: str, step: Step) -> ClaimedTurn | None:
+    """Create the turn (attempt 1) or start a new attempt of an interrupted one; None if already finished."""
+    now = timezone.now()
+    with transaction.atomic():
+        _locked_run(run_id, owner)
+        seat = Seat.objects.get(run_id=run_id, handle=step.seat)
+        turn = Turn.objects.select_for_update().filter(run_id=run_id, key=step.key).first()
+        if turn is not None and turn.status != TurnStatus.STREAMING:
+            return None
+        if turn is None:
+            turn = Turn.objects.create(
+                run_id=run_id,
+                key=step.key,
+                seat=seat,
+                stage=step.stage,
+                task=step.task,
+                human=seat.human,
+                queued_at=now,
+                started_at=now,
+                backend="human" if seat.human else seat.backend,
+                model=seat.model,
+            )
+            seq = event_append(run_id=run_id, kind="turn_started", payload={"key": step.key, "attempt": 1})
+            turn.first_seq = seq
+            turn.save(update_fields=["first_seq"])
+        else:
+            if turn.attempt >= MAX_TOTAL_ATTEMPTS:
+                turn.status = TurnStatus.FAILED
+                turn.error = f"Gave up after {turn.attempt} interrupted attempts."
+                turn.finished_at = now
+                turn.save(update_fields=["status", "error", "finished_at"])
+                event_append(run_id=run_id, kind="turn_failed", payload={"key": step.key, "error": turn.error})
+                return None
+            turn.attempt += 1
+            turn.raw_text = ""
+            turn.error = ""
+            turn.started_at = now
+            turn.first_token_at = None
+            turn.save(update_fields=["attempt", "raw_text", "error", "started_at", "first_token_at"])
+            seq = event_append(
+                run_id=run_id,
+                kind="turn_restarted",
+                payload={"key": step.key, "attempt": turn.attempt, "reason": "an earlier attempt was interrupted"},
+            )
+        return ClaimedTurn(turn_id=turn.pk, attempt=turn.attempt, first_seq=turn.first_seq, seat=seat, seq=seq)
+
+
+def turn_flush(turn_id: int, attempt: int, text: str, first_token_at: Any) -> None:
+    Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
+        raw_text=text, first_token_at=first_token_at
+    )
+
+
+def turn_retry(run_id: int, owner: str, turn_id: int, attempt: int, reason: str) -> int | None:
+    with transaction.atomic():
+        _locked_run(run_id, owner)
+        moved = Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
+            attempt=attempt + 1, raw_text="", error=reason, started_at=timezone.now(), first_token_at=None
+        )
+        if not moved:
+            return None
+        key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
+        return event_append(
+            run_id=run_id, kind="turn_restarted", payload={"key": key, "attempt": attempt + 1, "reason": reason}
+        )
+
+
+def turn_fail(run_id: int, turn_id: int, attempt: int, error: str) -> int | None:
+    with transaction.atomic():
+        failed = Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
+            status=TurnStatus.FAILED, error=error, finished_at=timezone.now()
+        )
+        if not failed:
+            return None
+        key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
+        return event_append(run_id=run_id, kind="turn_failed", payload={"key": key, "error": error})
+
+
+def turn_commit(
+    run_id: int, turn_id: int, attempt: int, *, text: str, payload: dict[str, Any], usage: Usage, model: str
+) -> int | None:
+    """Commit exactly once: a stale attempt (another runner took over) changes nothing."""
+    now = timezone.now()
+    with transaction.atomic():
+        committed = Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
+            status=TurnStatus.COMMITTED,
+            raw_text=text,
+            payload=payload,
+            schema_version="1.0",
+            error="",
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            thinking_tokens=usage.thinking_tokens,
+            cost_usd=usage.cost_usd,
+            model=model or F("model"),
+            finished_at=now,
+        )
+        if not committed:
+            return None
+        Run.objects.filter(pk=run_id).update(
+            input_tokens=F("input_tokens") + usage.input_tokens,
+            output_tokens=F("output_tokens") + usage.output_tokens,
+            cache_write_tokens=F("cache_write_tokens") + usage.cache_write_tokens,
+            cache_read_tokens=F("cache_read_tokens") + usage.cache_read_tokens,
+            thinking_tokens=F("thinking_tokens") + usage.thinking_tokens,
+            cost_usd=F("cost_usd") + usage.cost_usd,
+        )
+        key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
+        return event_append(run_id=run_id, kind="turn_committed", payload={"key": key, "attempt": attempt})
+
+
+def human_submission(run_id: int, step_key: str) -> dict[str, Any]:
+    action = HumanAction.objects.get(run_id=run_id, kind=HumanActionKind.SUBMIT_TURN, step_key=step_key)
+    return dict(action.payload)
+
+
+def run_fail(run_id: int, owner: str, reason: str) -> int | None:
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.lease_owner != owner or run.is_terminal:
+            return None
+        Turn.objects.filter(run=run, status=TurnStatus.STREAMING).update(
+            status=TurnStatus.FAILED, error=reason, finished_at=timezone.now()
+        )
+        return _set_status(run, RunStatus.FAILED, reason, finished_at=timezone.now())
+
+
+# --- the runner --------------------------------------------------------------------------------------------------
+
+
+class Runner:
+    def __init__(self, run_id: int, *, owner: str | None = None, observer: Observer | None = None) -> None:
+        self.run_id = run_id
+        self.owner = owner or owner_id()
+        self.observer = observer
+        self.lease_lost = False
+        self.cancel_seen = False
+        self._step_tasks: set[asyncio.Task[None]] = set()
+
+    async def _publish(self, seqs: list[int | None]) -> None:
+        for seq in seqs:
+            if seq is not None:
+                await aevent_publish(run_id=self.run_id, seq=seq)
+
+    def _notify(self, kind: str, **payload: Any) -> None:
+        if self.observer is not None:
+            self.observer(kind, payload)
+
+    async def execute(self, *, lease_wait: float | None = None) -> str:
+        wait = _conf("LEASE_SECONDS") + 1 if lease_wait is None else lease_wait
+        deadline = time.monotonic() + wait
+        while not await database_sync_to_async(lease_try_acquire)(self.run_id, self.owner):
+            if time.monotonic() >= deadline:
+                return "lease-busy"
+            await asyncio.sleep(0.25)
+        watcher = asyncio.create_task(self._watch())
+        try:
+            return await self._loop()
+        except LeaseLost:
+            log.warning("run %s: lease lost by %s; another runner carries on", self.run_id, self.owner)
+            return "lost-lease"
+        except Exception as error:  # an engine bug must not leave the run spinning: fail it, visibly
+            log.exception("run %s failed inside the engine", self.run_id)
+            seq = await database_sync_to_async(run_fail)(
+                self.run_id, self.owner, f"Internal error in the debate engine: {error!r}. Re-run the debate."
+            )
+            await self._publish([seq])
+            return "failed"
+        finally:
+            watcher.cancel()
+            await database_sync_to_async(lease_release)(self.run_id, self.owner)
+
+    async def _watch(self) -> None:
+        """Heartbeat the lease and notice a cancel while turns stream."""
+        renew_every = _conf("LEASE_SECONDS") / 3
+        last_renew = time.monotonic()
+        while True:
+            await asyncio.sleep(_conf("CONTROL_POLL_SECONDS"))
+            if time.monotonic() - last_renew >= renew_every:
+                if not await database_sync_to_async(lease_renew)(self.run_id, self.owner):
+                    self.lease_lost = True
+                    self._cancel_steps()
+                    return
+                last_renew = time.monotonic()
+            cancel = await Run.objects.filter(pk=self.run_id, cancel_requested=True).aexists()
+            if cancel and not self.cancel_seen:
+                self.cancel_seen = True
+                self._cancel_steps()
+
+    def _cancel_steps(self) -> None:
+        for task in self._step_tasks:
+            task.cancel()
+
+    async def _loop(self) -> str:
+        while True:
+            if self.lease_lost:
+                raise LeaseLost("heartbeat failed")
+            decision = await database_sync_to_async(run_decide)(self.run_id, self.owner)
+            await self._publish(list(decision.seqs))
+            if decision.outcome != "steps":
+                self._notify(decision.outcome)
+                return decision.outcome
+            assert decision.view is not None
+            view = decision.view
+            self._step_tasks = {asyncio.create_task(self._run_step(step, view)) for step in decision.steps}
+            results = await asyncio.gather(*self._step_tasks, return_exceptions=True)
+            self._step_tasks = set()
+            for result in results:
+                if isinstance(result, LeaseLost):
+                    raise result
+                if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+                    raise result
+
+    async def _run_step(self, step: Step, view: RunView) -> None:
+        claimed = await database_sync_to_async(turn_claim)(self.run_id, self.owner, step)
+        if claimed is None:
+            return
+        await self._publish([claimed.seq])
+        if claimed.seat.human:
+            payload = await database_sync_to_async(human_submission)(self.run_id, step.key)
+            seq = await database_sync_to_async(turn_commit)(
+                self.run_id,
+                claimed.turn_id,
+                claimed.attempt,
+                text="",
+                payload=payload,
+                usage=Usage(),
+                model="human",
+            )
+            await self._publish([seq])
+            self._notify("turn_committed", key=step.key)
+            return
+        run = await Run.objects.aget(pk=self.run_id)
+        protocol = registry.get(run.protocol)
+        backend = backend_get(claimed.seat.backend)
+        attempt = claimed.attempt
+        for local_attempt in range(1, _conf("MAX_ATTEMPTS") + 1):
+            request = AgentRequest(
+                step=step,
+                view=view,
+                protocol=protocol.name,
+                options=run.backend_options,
+                attempt=attempt,
+                model=claimed.seat.model,
+            )
+            try:
+                result = await self._stream(request, claimed, attempt)
+                model = step.schema.model_validate(result.payload)
+                errors = protocol.validate(step, model, view)
+                if errors:
+                    raise BackendError("Invalid output: " + "; ".join(errors))
+            except ValidationError as error:
+                failure: BackendError = BackendError(f"Invalid output: {error.error_count()} schema errors ({error})")
+            except BackendError as error:
+                failure = error
+            else:
+                crash_point("before_commit")
+                seq = await database_sync_to_async(turn_commit)(
+                    self.run_id,
+                    claimed.turn_id,
+                    attempt,
+                    text=result.text,
+                    payload=model.model_dump(mode="json"),
+                    usage=result.usage,
+                    model=result.model,
+                )
+                crash_point("after_commit")
+                await self._publish([seq])
+                self._notify("turn_committed", key=step.key)
+                return
+            if failure.retryable and local_attempt < _conf("MAX_ATTEMPTS"):
+                seq = await database_sync_to_async(turn_retry)(
+                    self.run_id, self.owner, claimed.turn_id, attempt, failure.cause
+                )
+                if seq is None:
+                    return
+                await self._publish([seq])
+                attempt += 1
+                await asyncio.sleep(_conf("RETRY_BACKOFF_SECONDS") * 2 ** (local_attempt - 1))
+                continue
+            seq = await database_sync_to_async(turn_fail)(
+                self.run_id, claimed.turn_id, attempt, f"{failure.cause} (after {local_attempt} attempts)"
+            )
+            await self._publish([seq])
+            self._notify("turn_failed", key=step.key)
+            return
+
+    async def _stream(self, request: AgentRequest, claimed: ClaimedTurn, attempt: int) -> Result:
+        from debates.frames import turn_live_frame
+
+        layer = get_channel_layer()
+        flush_every = _conf("FLUSH_SECONDS")
+        text = ""
+        first_token_at = None
+        flushed_len = 0
+        last_flush = time.monotonic()
+        result: Result | None = None
+        crash_point("before_first_token")
+
+        async def flush() -> None:
+            nonlocal flushed_len, last_flush
+            await database_sync_to_async(turn_flush)(claimed.turn_id, attempt, text, first_token_at)
+            flushed_len, last_flush = len(text), time.monotonic()
+            if layer is not None:
+                html = turn_live_frame(key=request.step.key, task=request.step.task, protocol=request.protocol, text=text)
+                await layer.group_send(
+                    run_group(self.run_id),
+                    {"type": "turn.delta", "first_seq": claimed.first_seq, "attempt": attempt, "html": html},
+                )
+            crash_point("mid_stream")
+
+        backend = backend_get(claimed.seat.backend)
+        async for item in backend.stream(request):
+            if isinstance(item, Delta):
+                if first_token_at is None:
+                    first_token_at = timezone.now()
+                text += item.text
+                if time.monotonic() - last_flush >= flush_every:
+                    await flush()
+            elif isinstance(item, Result):
+                result = item
+        if result is None:
+            raise BackendError("The backend ended the stream without a result.")
+        if len(text) != flushed_len:
+            await flush()
+        return result
+
+
+async def run_execute(
+    run_id: int, *, owner: str | None = None, observer: Observer | None = None, lease_wait: float | None = None
+) -> str:
+    """Drive a run until it completes, waits for a human, pauses or is cancelled. Returns what stopped it."""
+    return await Runner(run_id, owner=owner, observer=observer).execute(lease_wait=lease_wait)

@@ -1,0 +1,122 @@
+"""Exports of a run. `json` is the whole run; other formats arrive with the protocols that need them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from debates.models import Run
+
+EXPORT_FORMAT_VERSION = "1"
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _money(value: Decimal) -> str:
+    return format(value, "f")
+
+
+def run_export_json(run: Run) -> dict[str, Any]:
+    seats = list(run.seats.all())
+    turns = list(run.turns.select_related("seat").order_by("first_seq", "id"))
+    return {
+        "format": "disputa-run",
+        "format_version": EXPORT_FORMAT_VERSION,
+        "run": {
+            "id": run.pk,
+            "protocol": run.protocol,
+            "topic": run.topic,
+            "material": run.material,
+            "config": run.config,
+            "status": run.status,
+            "status_reason": run.status_reason,
+            "backend": run.backend,
+            "backend_label": "simulated" if run.backend == "simulated" else run.backend,
+            "backend_options": run.backend_options,
+            "model": run.model,
+            "seed": run.seed,
+            "created_by": run.created_by.get_username() if run.created_by else None,
+            "created_at": _iso(run.created_at),
+            "started_at": _iso(run.started_at),
+            "finished_at": _iso(run.finished_at),
+            "budget_usd": _money(run.budget_usd) if run.budget_usd is not None else None,
+        },
+        "seats": [
+            {
+                "handle": s.handle,
+                "name": s.name,
+                "role": s.role,
+                "lens": s.lens,
+                "human": s.human,
+                "backend": s.backend,
+                "model": s.model,
+            }
+            for s in seats
+        ],
+        "turns": [
+            {
+                "key": t.key,
+                "seat": t.seat.handle,
+                "stage": t.stage,
+                "task": t.task,
+                "status": t.status,
+                "attempt": t.attempt,
+                "human": t.human,
+                "backend": t.backend,
+                "model": t.model,
+                "schema_version": t.schema_version,
+                "payload": t.payload,
+                "raw_text": t.raw_text,
+                "error": t.error,
+                "citations": t.citations,
+                "usage": {
+                    "input_tokens": t.input_tokens,
+                    "output_tokens": t.output_tokens,
+                    "cache_write_tokens": t.cache_write_tokens,
+                    "cache_read_tokens": t.cache_read_tokens,
+                    "thinking_tokens": t.thinking_tokens,
+                },
+                "cost_usd": _money(t.cost_usd),
+                "timings": {
+                    "queued_at": _iso(t.queued_at),
+                    "started_at": _iso(t.started_at),
+                    "first_token_at": _iso(t.first_token_at),
+                    "finished_at": _iso(t.finished_at),
+                },
+            }
+            for t in turns
+        ],
+        "events": [
+            {"seq": e.seq, "kind": e.kind, "payload": e.payload, "created_at": _iso(e.created_at)}
+            for e in run.events.order_by("seq")
+        ],
+        "human_actions": [
+            {
+                "client_uuid": str(a.client_uuid),
+                "kind": a.kind,
+                "step_key": a.step_key,
+                "payload": a.payload,
+                "user": a.user.get_username() if a.user else None,
+                "created_at": _iso(a.created_at),
+            }
+            for a in run.human_actions.select_related("user").order_by("created_at", "id")
+        ],
+        "outcome": run.outcome,
+        # Filled by the protocols that keep them (kb-debate, comparative, ...); empty for cross-examination.
+        "ledger": [],
+        "revisions": [],
+        "proposed_mutations": [],
+        "scorecard": None,
+        "decision": None,
+        "usage": {
+            "input_tokens": run.input_tokens,
+            "output_tokens": run.output_tokens,
+            "cache_write_tokens": run.cache_write_tokens,
+            "cache_read_tokens": run.cache_read_tokens,
+            "thinking_tokens": run.thinking_tokens,
+            "cost_usd": _money(run.cost_usd),
+        },
+    }

@@ -1,0 +1,118 @@
+"""The new-run form (cross-examination for now)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from django import forms
+
+from debates.agents.base import backend_choices
+from debates.protocols import registry
+
+DEFAULT_ANALYSTS = "Ada: economic costs and benefits\nBo: risks and second-order effects\nCy: evidence quality"
+ANSWER_STYLES = [
+    ("mixed", "Mixed: defend strong claims, concede weak ones, sometimes deflect"),
+    ("defend", "Always defend"),
+    ("concede", "Always concede"),
+    ("deflect", "Always deflect (restate without evidence)"),
+]
+
+
+def parse_analysts(text: str) -> list[dict[str, str]]:
+    analysts = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, _, lens = line.partition(":")
+        if not name.strip():
+            raise forms.ValidationError(f"Line {number}: write the analyst as 'Name: lens'.")
+        analysts.append({"name": name.strip(), "lens": lens.strip()})
+    if not analysts:
+        raise forms.ValidationError("Name at least one analyst, one per line as 'Name: lens'.")
+    return analysts
+
+
+class RunForm(forms.Form):
+    protocol = forms.ChoiceField()
+    topic = forms.CharField(max_length=500, label="Question or topic")
+    material = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 8}),
+        required=False,
+        label="Material to analyse",
+        help_text="Free text the analysts cite from (sentences are quoted as evidence).",
+    )
+    analysts = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        initial=DEFAULT_ANALYSTS,
+        help_text="One analyst per line: 'Name: lens'. Up to 6.",
+    )
+    examiner = forms.ChoiceField(
+        choices=[("agent", "An agent"), ("human", "Me (the logged-in moderator)")],
+        initial="agent",
+        widget=forms.RadioSelect,
+    )
+    questions_per_analyst = forms.TypedChoiceField(
+        choices=[(2, "2"), (3, "3")], coerce=int, initial=3, label="Questions per analyst"
+    )
+    backend = forms.ChoiceField(widget=forms.RadioSelect, initial="simulated")
+    model = forms.CharField(max_length=100, required=False, initial="simulated")
+    seed = forms.IntegerField(min_value=0, max_value=2**31, required=False, help_text="Same seed, same debate.")
+    # Simulation settings: make the simulated agents take every branch of the protocol.
+    sim_answers = forms.ChoiceField(choices=ANSWER_STYLES, initial="mixed", label="Simulated answers")
+    sim_fail_analyst = forms.BooleanField(required=False, label="One analyst fails (analysis)")
+    sim_no_questions = forms.BooleanField(required=False, label="Examiner produces no questions")
+    sim_fail_assessment = forms.BooleanField(required=False, label="Examiner's assessment fails")
+    sim_cps = forms.IntegerField(
+        min_value=0, max_value=100000, initial=400, label="Streaming pace (characters per second, 0 = instant)"
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["protocol"].choices = [(p.name, p.title) for p in registry.all_protocols()]
+        self.backends = backend_choices()
+        self.fields["backend"].choices = [(b["name"], b["label"]) for b in self.backends]
+
+    def clean_analysts(self) -> list[dict[str, str]]:
+        analysts = parse_analysts(self.cleaned_data["analysts"])
+        if len(analysts) > 6:
+            raise forms.ValidationError(f"{len(analysts)} analysts: at most 6.")
+        return analysts
+
+    def clean_backend(self) -> str:
+        name = self.cleaned_data["backend"]
+        backend = next(b for b in self.backends if b["name"] == name)
+        if backend["disabled_reason"]:
+            raise forms.ValidationError(f"{backend['label']} cannot be used: {backend['disabled_reason']}")
+        return name
+
+    def clean_seed(self) -> int:
+        seed = self.cleaned_data.get("seed")
+        return random.randrange(1, 10**6) if seed is None else seed
+
+    def run_kwargs(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        analysts = data["analysts"]
+        options: dict[str, Any] = {"answers": data["sim_answers"], "cps": data["sim_cps"]}
+        if data["sim_fail_analyst"] and analysts:
+            from debates.protocols.cross_examination import analyst_handle
+
+            options["fail"] = [f"r1/analysis/{analyst_handle(analysts[-1]['name'])}"]
+        if data["sim_no_questions"]:
+            options["no_questions"] = True
+        if data["sim_fail_assessment"]:
+            options.setdefault("fail", []).append("r4/assessment/*")
+        return {
+            "protocol": data["protocol"],
+            "topic": data["topic"],
+            "material": data["material"],
+            "config": {
+                "analysts": analysts,
+                "examiner": data["examiner"],
+                "questions_per_analyst": data["questions_per_analyst"],
+            },
+            "backend": data["backend"],
+            "model": data["model"] or "simulated",
+            "seed": data["seed"],
+            "backend_options": options if data["backend"] == "simulated" else {},
+        }

@@ -1,0 +1,60 @@
+"""`manage.py demo`: set up SQLite, create a moderator (credentials printed), start the server, start a demo run."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from debates import demo, services
+
+
+def account_ensure(username: str, password: str, *, moderator: bool) -> None:
+    user, _ = get_user_model().objects.get_or_create(username=username)
+    user.set_password(password)
+    user.is_staff = moderator
+    user.save()
+    if moderator:
+        user.user_permissions.add(Permission.objects.get(codename="moderate", content_type__app_label="debates"))
+
+
+class Command(BaseCommand):
+    help = "Run Disputa's demo: database, accounts, a live cross-examination with simulated agents, the server."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-serve", action="store_true", help="Set up only; do not start the server.")
+
+    def handle(self, *args: Any, host: str, port: int, no_serve: bool, **options: Any) -> None:
+        settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
+        call_command("migrate", interactive=False, verbosity=0)
+        password = secrets.token_urlsafe(9)
+        account_ensure("moderator", password, moderator=True)
+        account_ensure("viewer", password, moderator=False)
+        backend = "simulated"
+        run = services.run_create(
+            protocol="cross-examination",
+            topic=demo.DEMO_TOPIC,
+            material=demo.DEMO_MATERIAL,
+            config={"analysts": demo.DEMO_ANALYSTS, "examiner": "agent", "questions_per_analyst": 3},
+            backend=backend,
+            seed=7,
+            backend_options={"answers": "mixed", "cps": 250},
+            start=True,
+            enqueue=False,  # the server's start-up resumer picks it up once the event loop runs
+        )
+        self.stdout.write(
+            "\nDisputa demo\n"
+            f"  open        http://{host}:{port}/runs/{run.pk}/\n"
+            f"  moderator   username 'moderator'  password '{password}'\n"
+            f"  viewer      username 'viewer'     password '{password}'\n"
+            f"  agents      simulated (no ANTHROPIC_API_KEY is used by the demo)\n"
+        )
+        if not no_serve:
+            call_command("serve", host=host, port=port)

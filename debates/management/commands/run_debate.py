@@ -1,0 +1,96 @@
+"""`manage.py run_debate`: run a debate headless to the end with a progress bar; prints the run id last."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from pydantic import ValidationError
+from tqdm import tqdm
+
+from debates import demo, services
+from debates.engine.runner import run_execute
+from debates.engine.view import run_view_load
+from debates.models import Run
+from debates.protocols import registry
+
+DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
+    "cross-examination": {"analysts": demo.DEMO_ANALYSTS, "examiner": "agent", "questions_per_analyst": 3},
+}
+
+
+class Command(BaseCommand):
+    help = "Run a debate headless to the end. Human seats are not allowed; prints the run id last."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--protocol", required=True)
+        parser.add_argument("--topic", required=True)
+        parser.add_argument("--kb", help="Slug of a knowledge base (arrives with the KB app).")
+        parser.add_argument("--material", default=None, help="Free-text material; default: the demo material.")
+        parser.add_argument("--material-file", type=Path)
+        parser.add_argument("--backend", default="simulated", choices=["simulated", "anthropic", "openai"])
+        parser.add_argument("--model", default="")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--config", default="{}", help="Protocol config as JSON (merged over the default).")
+        parser.add_argument("--options", default="{}", help="Backend options as JSON, e.g. simulation branches.")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        if opts["kb"]:
+            raise CommandError("--kb: knowledge bases are not available in this release; pass --material.")
+        try:
+            registry.get(opts["protocol"])
+        except LookupError as error:
+            raise CommandError(str(error)) from None
+        try:
+            overrides = json.loads(opts["config"])
+            backend_options = json.loads(opts["options"])
+        except json.JSONDecodeError as error:
+            raise CommandError(f"--config/--options is not valid JSON: {error}") from None
+        config = {**DEFAULT_CONFIGS.get(opts["protocol"], {}), **overrides}
+        if config.get("examiner") == "human":
+            raise CommandError("A headless run cannot seat a human: set the examiner to 'agent'.")
+        material = opts["material"]
+        if opts["material_file"]:
+            material = opts["material_file"].read_text(encoding="utf-8")
+        if material is None:
+            material = demo.DEMO_MATERIAL
+        backend_options.setdefault("cps", 0)
+        try:
+            run = services.run_create(
+                protocol=opts["protocol"],
+                topic=opts["topic"],
+                material=material,
+                config=config,
+                backend=opts["backend"],
+                model=opts["model"],
+                seed=opts["seed"],
+                backend_options=backend_options,
+                enqueue=False,
+            )
+        except (ValidationError, ValueError) as error:
+            raise CommandError(f"Invalid run: {error}") from None
+
+        protocol = registry.get(run.protocol)
+        total = protocol.expected_turns(run_view_load(run))
+        bar = tqdm(total=total, unit="turn", desc=f"run {run.pk}", disable=opts["no_progress"], file=sys.stderr)
+
+        def observe(kind: str, payload: dict[str, Any]) -> None:
+            if kind in {"turn_committed", "turn_failed"}:
+                bar.update(1)
+                bar.set_postfix_str(payload.get("key", ""))
+
+        outcome = asyncio.run(run_execute(run.pk, observer=observe))
+        bar.close()
+        run.refresh_from_db()
+        if run.status_reason:
+            self.stderr.write(f"{run.status}: {run.status_reason}")
+        if outcome == "waiting":
+            self.stderr.write("The run waits for a human; open it in the browser to continue.")
+        self.stdout.write(str(run.pk))
+        if run.status == "failed":
+            sys.exit(1)

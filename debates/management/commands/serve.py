@@ -1,0 +1,38 @@
+"""Start Daphne serving Disputa (HTTP, WebSockets and static files) in this one process, and resume runs whose
+runner died with a previous process. The one-laptop server; the scaled setup runs `daphne` + `db_worker`s."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Serve Disputa with Daphne on HOST:PORT and resume interrupted runs."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+
+    def handle(self, *args: Any, host: str, port: int, **options: Any) -> None:
+        from daphne.endpoints import build_endpoint_description_strings
+        from daphne.server import Server, twisted_loop
+        from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+        from debates.asgi import application
+
+        def ready() -> None:
+            # Daphne has no ASGI lifespan: start the in-process task loop and the resumer once listening.
+            twisted_loop.call_soon_threadsafe(application.start)
+            self.stdout.write(f"Disputa is listening on http://{host}:{port}/", ending="\n")
+            self.stdout.flush()
+
+        Server(
+            application=ASGIStaticFilesHandler(application),
+            endpoints=build_endpoint_description_strings(host=host, port=port),
+            ready_callable=ready,
+            signal_handlers=True,
+            action_logger=None,
+            websocket_timeout=86400,
+        ).run()

@@ -1,0 +1,208 @@
+"""Persistent state of debates. The database is the source of truth; the channel layer only wakes things up."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+
+
+class RunStatus(models.TextChoices):
+    DRAFT = "draft"
+    QUEUED = "queued"
+    RUNNING = "running"
+    PAUSED = "paused"
+    AWAITING_HUMAN = "awaiting_human"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATUSES = {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED}
+
+
+class Run(models.Model):
+    protocol = models.CharField(max_length=64)
+    topic = models.TextField()
+    material = models.TextField(blank=True, help_text="Free-text material the agents analyse.")
+    config = models.JSONField(default=dict, help_text="The protocol's validated config (pydantic model dump).")
+    backend = models.CharField(max_length=32, default="simulated")
+    backend_options = models.JSONField(default=dict, blank=True, help_text="Backend settings, e.g. simulation.")
+    model = models.CharField(max_length=100, blank=True)
+    seed = models.BigIntegerField(default=0)
+    awaiting = models.JSONField(default=list, blank=True, help_text="Keys of the human steps the run waits for.")
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT, db_index=True)
+    status_reason = models.TextField(blank=True)
+    outcome = models.JSONField(null=True, blank=True)
+
+    budget_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+    budget_tokens = models.BigIntegerField(null=True, blank=True)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    thinking_tokens = models.BigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+
+    # Control fields written by human actions and read by the runner between steps.
+    pause_requested = models.BooleanField(default=False)
+    step_credits = models.PositiveIntegerField(default=0)
+    cancel_requested = models.BooleanField(default=False)
+
+    lease_owner = models.CharField(max_length=100, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    last_seq = models.PositiveBigIntegerField(default=0)
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        permissions = [("moderate", "Can start, steer and decide debates")]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} ({self.protocol})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def outcome_template(self) -> str:
+        from debates.protocols import registry
+
+        return f"{registry.get(self.protocol).template}#outcome"
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_write_tokens + self.cache_read_tokens
+
+
+class Seat(models.Model):
+    run = models.ForeignKey(Run, related_name="seats", on_delete=models.CASCADE)
+    handle = models.SlugField(max_length=100)
+    name = models.CharField(max_length=100)
+    role = models.CharField(max_length=32)
+    lens = models.TextField(blank=True, help_text="Stance or lens the seat argues from.")
+    backend = models.CharField(max_length=32, default="simulated")
+    model = models.CharField(max_length=100, blank=True)
+    human = models.BooleanField(default=False)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "handle"], name="seat_unique_handle")]
+
+    def __str__(self) -> str:
+        return self.handle
+
+
+class TurnStatus(models.TextChoices):
+    STREAMING = "streaming"
+    COMMITTED = "committed"
+    FAILED = "failed"
+
+
+def turn_dom_id(key: str) -> str:
+    """A DOM id usable as a CSS selector (htmx out-of-band swaps select by id)."""
+    return "turn-" + re.sub(r"[^A-Za-z0-9_-]+", "-", key)
+
+
+class Turn(models.Model):
+    run = models.ForeignKey(Run, related_name="turns", on_delete=models.CASCADE)
+    key = models.CharField(max_length=200, help_text="Stable step key, e.g. r1/analysis/analyst-1.")
+    seat = models.ForeignKey(Seat, related_name="turns", on_delete=models.PROTECT)
+    stage = models.CharField(max_length=64)
+    task = models.CharField(max_length=64)
+    attempt = models.PositiveIntegerField(default=1)
+    status = models.CharField(max_length=20, choices=TurnStatus.choices, default=TurnStatus.STREAMING)
+    raw_text = models.TextField(blank=True, help_text="Streamed text; partial while streaming.")
+    payload = models.JSONField(null=True, blank=True)
+    schema_version = models.CharField(max_length=20, blank=True)
+    citations = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    human = models.BooleanField(default=False)
+
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cache_write_tokens = models.PositiveBigIntegerField(default=0)
+    cache_read_tokens = models.PositiveBigIntegerField(default=0)
+    thinking_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+    backend = models.CharField(max_length=32, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+
+    # Seq of the event that first showed this turn: snapshots include only turns shown at or before their seq.
+    first_seq = models.PositiveBigIntegerField(default=0)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    first_token_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["first_seq", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="turn_unique_key")]
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def dom_id(self) -> str:
+        return turn_dom_id(self.key)
+
+    @property
+    def is_streaming(self) -> bool:
+        return self.status == TurnStatus.STREAMING
+
+
+class RunEvent(models.Model):
+    run = models.ForeignKey(Run, related_name="events", on_delete=models.CASCADE)
+    seq = models.PositiveBigIntegerField()
+    kind = models.CharField(max_length=40)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="runevent_unique_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq} {self.kind}"
+
+
+class HumanActionKind(models.TextChoices):
+    PAUSE = "pause"
+    RESUME = "resume"
+    STEP = "step"
+    CANCEL = "cancel"
+    SUBMIT_TURN = "submit_turn"
+
+
+class HumanAction(models.Model):
+    run = models.ForeignKey(Run, related_name="human_actions", on_delete=models.CASCADE)
+    client_uuid = models.UUIDField(unique=True, default=uuid.uuid4)
+    kind = models.CharField(max_length=20, choices=HumanActionKind.choices)
+    step_key = models.CharField(max_length=200, blank=True)
+    payload = models.JSONField(default=dict, blank=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            # One submission per human step: a double submit with a fresh uuid cannot answer a step twice.
+            models.UniqueConstraint(
+                fields=["run", "step_key"],
+                condition=models.Q(kind="submit_turn"),
+                name="humanaction_one_submission_per_step",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} on run {self.run_id}"

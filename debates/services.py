@@ -1,0 +1,254 @@
+"""Writes: every change of a run goes through these `<entity>_<action>` functions. Each commits its rows and
+the matching RunEvent in one transaction, publishes after commit, and wakes the runner when there is work."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+from pydantic import BaseModel, ValidationError
+
+from debates.engine.events import event_append, event_publish
+from debates.engine.view import run_view_load
+from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
+from debates.protocols import registry
+from debates.selectors import run_awaited_steps
+
+log = logging.getLogger("debates.services")
+
+User = AbstractBaseUser | AnonymousUser
+
+
+class ActionRefused(Exception):
+    """A human action that cannot be applied now; the message says why and what to do."""
+
+
+class SubmissionInvalid(Exception):
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+def run_wake(*, run_id: int) -> None:
+    """Enqueue the runner. Harmless when one is already running: the lease lets only one proceed."""
+    from debates.tasks import run_debate_task
+
+    run_debate_task.enqueue(run_id)
+
+
+def _publish_all(run_id: int, seqs: list[int]) -> None:
+    for seq in seqs:
+        event_publish(run_id=run_id, seq=seq)
+
+
+def run_create(
+    *,
+    protocol: str,
+    topic: str,
+    config: Mapping[str, Any],
+    material: str = "",
+    backend: str = "simulated",
+    model: str = "",
+    seed: int = 0,
+    backend_options: Mapping[str, Any] | None = None,
+    budget_usd: Decimal | None = None,
+    user: Any = None,
+    start: bool = True,
+    enqueue: bool = True,
+) -> Run:
+    """Validate the config against the protocol, create the run and its seats, and queue it."""
+    proto = registry.get(protocol)
+    parsed: BaseModel = proto.config_model.model_validate(dict(config))
+    if not topic.strip():
+        raise ValueError("topic: a debate needs a question or topic")
+    with transaction.atomic():
+        run = Run.objects.create(
+            protocol=protocol,
+            topic=topic.strip(),
+            material=material,
+            config=parsed.model_dump(mode="json"),
+            backend=backend,
+            model=model or ("simulated" if backend == "simulated" else ""),
+            seed=seed,
+            backend_options=dict(backend_options or {}),
+            budget_usd=budget_usd,
+            status=RunStatus.QUEUED if start else RunStatus.DRAFT,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        Seat.objects.bulk_create(
+            Seat(
+                run=run,
+                handle=spec.handle,
+                name=spec.name,
+                role=spec.role,
+                lens=spec.lens,
+                human=spec.human,
+                backend="human" if spec.human else backend,
+                model="" if spec.human else run.model,
+                position=index,
+            )
+            for index, spec in enumerate(proto.seats(parsed))
+        )
+        seq = event_append(run_id=run.pk, kind="run_created", payload={"protocol": protocol})
+    event_publish(run_id=run.pk, seq=seq)
+    if start and enqueue:
+        run_wake(run_id=run.pk)
+    return run
+
+
+def _action_once(run: Run, *, kind: str, user: Any, client_uuid: uuid.UUID | None, **fields: Any) -> bool:
+    """Record the human action; False if this client uuid was already applied (a double submit)."""
+    client_uuid = client_uuid or uuid.uuid4()
+    if HumanAction.objects.filter(client_uuid=client_uuid).exists():
+        return False
+    HumanAction.objects.create(
+        run=run,
+        client_uuid=client_uuid,
+        kind=kind,
+        user=user if getattr(user, "is_authenticated", False) else None,
+        **fields,
+    )
+    return True
+
+
+def _runner_alive(run: Run, now: datetime) -> bool:
+    return bool(run.lease_owner) and run.lease_expires_at is not None and run.lease_expires_at > now
+
+
+@dataclass
+class ControlResult:
+    applied: bool
+    wake: bool = False
+
+
+def run_control(*, run_id: int, action: str, user: Any, client_uuid: uuid.UUID | None = None) -> ControlResult:
+    """Pause, resume, step one turn, or cancel. Committed before the caller answers; then the runner wakes."""
+    if action not in {"pause", "resume", "step", "cancel"}:
+        raise ActionRefused(f"Unknown action {action!r}.")
+    now = timezone.now()
+    seqs: list[int] = []
+    wake = False
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.is_terminal:
+            raise ActionRefused(f"The run is {run.status}; nothing can be changed any more.")
+        if action == "step" and not run.pause_requested:
+            raise ActionRefused("Step works on a paused run: pause it first.")
+        if not _action_once(run, kind=action, user=user, client_uuid=client_uuid):
+            return ControlResult(applied=False)
+        if action == "pause":
+            run.pause_requested = True
+            run.save(update_fields=["pause_requested"])
+        elif action == "resume":
+            run.pause_requested = False
+            run.step_credits = 0
+            run.save(update_fields=["pause_requested", "step_credits"])
+            wake = run.status in {RunStatus.PAUSED, RunStatus.QUEUED}
+        elif action == "step":
+            run.step_credits += 1
+            run.save(update_fields=["step_credits"])
+            wake = run.status in {RunStatus.PAUSED, RunStatus.QUEUED}
+        else:
+            run.cancel_requested = True
+            run.save(update_fields=["cancel_requested"])
+            if not (run.status == RunStatus.RUNNING and _runner_alive(run, now)):
+                # No live runner to notice: cancel here (a dead runner's streaming turns end failed).
+                Turn.objects.filter(run=run, status=TurnStatus.STREAMING).update(
+                    status=TurnStatus.FAILED, error="Cancelled by a moderator.", finished_at=now
+                )
+                run.status = RunStatus.CANCELLED
+                run.status_reason = "Cancelled by a moderator."
+                run.finished_at = now
+                run.save(update_fields=["status", "status_reason", "finished_at"])
+        label = getattr(user, "get_username", lambda: "someone")()
+        seqs.append(event_append(run_id=run.pk, kind="control", payload={"action": action, "user": label}))
+        if action == "cancel" and run.status == RunStatus.CANCELLED:
+            seqs.append(event_append(run_id=run.pk, kind="run_status", payload={"status": run.status}))
+    _publish_all(run_id, seqs)
+    if wake:
+        run_wake(run_id=run_id)
+    return ControlResult(applied=True, wake=wake)
+
+
+def human_turn_submit(
+    *, run_id: int, step_key: str, data: Mapping[str, Any], user: Any, client_uuid: uuid.UUID | None = None
+) -> bool:
+    """A human seat's turn: validated like an agent's output, stored as a HumanAction, committed by the runner."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.is_terminal:
+            raise ActionRefused(f"The run is {run.status}; it takes no more turns.")
+        step = next((s for s in run_awaited_steps(run) if s.key == step_key), None)
+        if step is None:
+            if HumanAction.objects.filter(run=run, kind=HumanActionKind.SUBMIT_TURN, step_key=step_key).exists():
+                return False  # already submitted: a double submit is a no-op
+            raise ActionRefused(f"The run is not waiting for {step_key!r} any more; reload the page.")
+        protocol = registry.get(run.protocol)
+        try:
+            payload_dict = protocol.human_payload(step, data)
+            payload = step.schema.model_validate(payload_dict)
+        except ValidationError as error:
+            raise SubmissionInvalid(
+                [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()]
+            ) from None
+        except ValueError as error:
+            raise SubmissionInvalid([str(error)]) from None
+        errors = protocol.validate(step, payload, run_view_load(run))
+        if errors:
+            raise SubmissionInvalid(errors)
+        try:
+            with transaction.atomic():
+                applied = _action_once(
+                    run,
+                    kind=HumanActionKind.SUBMIT_TURN,
+                    user=user,
+                    client_uuid=client_uuid,
+                    step_key=step_key,
+                    payload=payload.model_dump(mode="json"),
+                )
+        except IntegrityError:
+            return False
+        if not applied:
+            return False
+        run.status = RunStatus.QUEUED
+        run.save(update_fields=["status"])
+        seq = event_append(run_id=run.pk, kind="human_action", payload={"step_key": step_key})
+    event_publish(run_id=run_id, seq=seq)
+    run_wake(run_id=run_id)
+    return True
+
+
+def runs_resumable(*, now: datetime | None = None) -> tuple[list[int], datetime | None]:
+    """Runs that should be running but have no live runner, and when the next still-leased one expires."""
+    now = now or timezone.now()
+    candidates = Run.objects.filter(
+        status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
+    ).filter(Q(pause_requested=False) | Q(step_credits__gt=0))
+    ready = list(
+        candidates.filter(Q(lease_owner="") | Q(lease_expires_at__lt=now)).values_list("pk", flat=True)
+    )
+    leased = candidates.exclude(lease_owner="").filter(lease_expires_at__gte=now)
+    next_expiry = min((r for r in leased.values_list("lease_expires_at", flat=True) if r), default=None)
+    return ready, next_expiry
+
+
+def runs_resume_due() -> list[int]:
+    ready, _ = runs_resumable()
+    for run_id in ready:
+        run_wake(run_id=run_id)
+    return ready
+
+
+def lease_seconds_left(expiry: datetime | None) -> float:
+    if expiry is None:
+        return 0.0
+    return max(0.0, (expiry - timezone.now()) / timedelta(seconds=1))

@@ -1,0 +1,199 @@
+"""Disputa settings.
+
+Everything that differs between the one-laptop setup and the scaled setup is an environment variable with a
+safe single-process default (HackSoft styleguide): no DATABASE_URL means SQLite, no REDIS_URL means the in-memory
+channel layer, no ANTHROPIC_API_KEY means the simulated backend.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from django.utils.csp import CSP
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("DISPUTA_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)  # the SQLite database and test database live here
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.")
+    SECRET_KEY = "disputa-insecure-development-key-only-for-debug-mode"
+
+ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "debates",
+    "kb",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "debates.urls"
+ASGI_APPLICATION = "debates.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",
+            ],
+        },
+    },
+]
+
+
+def database_from_env() -> dict[str, object]:
+    url = os.environ.get("DATABASE_URL", "")
+    if url:
+        parsed = urlparse(url)
+        if parsed.scheme in {"postgres", "postgresql"}:
+            return {
+                "ENGINE": "django.db.backends.postgresql",
+                "NAME": unquote(parsed.path.lstrip("/")),
+                "USER": unquote(parsed.username or ""),
+                "PASSWORD": unquote(parsed.password or ""),
+                "HOST": parsed.hostname or "",
+                "PORT": str(parsed.port or ""),
+                "CONN_MAX_AGE": 0,
+                "TEST": {"NAME": os.environ.get("DISPUTA_TEST_DB_NAME", "test_disputa")},
+            }
+        if parsed.scheme == "sqlite":
+            path = unquote(url.removeprefix("sqlite:///").removeprefix("sqlite://"))
+        else:
+            raise RuntimeError(f"DATABASE_URL: unsupported scheme {parsed.scheme!r} (use postgres:// or sqlite:///)")
+    else:
+        path = str(VAR_DIR / "disputa.sqlite3")
+    # The runner commits turns while a moderator posts: WAL lets readers go on during a write, IMMEDIATE takes
+    # the write lock at BEGIN so two writers queue instead of failing with "database is locked" mid-transaction.
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": path,
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+        # A file, not :memory:, so a live Daphne process and subprocesses in tests share it.
+        "TEST": {"NAME": os.environ.get("DISPUTA_TEST_DB_NAME", str(VAR_DIR / "test-disputa.sqlite3"))},
+    }
+
+
+DATABASES = {"default": database_from_env()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+TASK_BACKENDS = {
+    "inprocess": "debates.task_backends.InProcessBackend",
+    "immediate": "django.tasks.backends.immediate.ImmediateBackend",
+    "dummy": "django.tasks.backends.dummy.DummyBackend",
+    "database": "django_tasks_db.DatabaseBackend",
+}
+_task_backend = os.environ.get("DISPUTA_TASKS_BACKEND", "inprocess")
+if _task_backend not in TASK_BACKENDS:
+    raise RuntimeError(f"DISPUTA_TASKS_BACKEND={_task_backend!r}: choose one of {', '.join(TASK_BACKENDS)}")
+TASKS = {"default": {"BACKEND": TASK_BACKENDS[_task_backend]}}
+if _task_backend == "database":
+    INSTALLED_APPS.append("django_tasks_db")
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "run-list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-gb"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+
+# No inline script or style anywhere, so no 'unsafe-inline' / 'unsafe-eval' are needed (htmx eval is off).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+
+# --- Disputa ---
+ANTHROPIC_API_KEY_PRESENT = bool(os.environ.get("ANTHROPIC_API_KEY"))
+DISPUTA = {
+    # A runner owns a run for this long unless it renews the lease (heartbeat every third of it).
+    "LEASE_SECONDS": float(os.environ.get("DISPUTA_LEASE_SECONDS", "30")),
+    # Token deltas are coalesced into one frame (and one partial-text save) per turn per this many seconds.
+    "FLUSH_SECONDS": float(os.environ.get("DISPUTA_FLUSH_SECONDS", "0.1")),
+    # How often a running runner looks at pause / cancel requests.
+    "CONTROL_POLL_SECONDS": float(os.environ.get("DISPUTA_CONTROL_POLL_SECONDS", "0.25")),
+    "MAX_ATTEMPTS": int(os.environ.get("DISPUTA_MAX_ATTEMPTS", "3")),
+    "RETRY_BACKOFF_SECONDS": float(os.environ.get("DISPUTA_RETRY_BACKOFF_SECONDS", "0.2")),
+    # Simulated agents stream this many characters per second (0 = as fast as possible).
+    "SIMULATED_CHARS_PER_SECOND": float(os.environ.get("DISPUTA_SIMULATED_CPS", "400")),
+    # Test-only fault injection: "point:n" kills the process with SIGKILL at the n-th pass through that point.
+    "CRASH_AT": os.environ.get("DISPUTA_CRASH_AT", ""),
+    "RESUME_ON_START": env_bool("DISPUTA_RESUME_ON_START", True),
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"debates": {"handlers": ["console"], "level": os.environ.get("DISPUTA_LOG_LEVEL", "INFO")}},
+}

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+from debates import views
+
+urlpatterns = [
+    path("", views.run_list, name="run-list"),
+    path("runs/new/", views.run_new, name="run-new"),
+    path("runs/<int:run_id>/", views.run_detail, name="run-detail"),
+    path("runs/<int:run_id>/control/<str:action>/", views.run_control, name="run-control"),
+    path("runs/<int:run_id>/human/", views.human_turn_submit, name="human-turn-submit"),
+    path("runs/<int:run_id>/export.json", views.run_export, name="run-export-json"),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/", admin.site.urls),
+]
