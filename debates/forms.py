@@ -10,7 +10,9 @@ from django import forms
 from debates.agents.base import backend_choices
 from debates.protocols import registry
 
-DEFAULT_ANALYSTS = "Ada: economic costs and benefits\nBo: risks and second-order effects\nCy: evidence quality"
+DEFAULT_ANALYSTS = (
+    "Ada: economic costs and benefits\nBo: risks and second-order effects\nCy: evidence quality"
+)
 ANSWER_STYLES = [
     ("mixed", "Mixed: defend strong claims, concede weak ones, sometimes deflect"),
     ("defend", "Always defend"),
@@ -57,21 +59,26 @@ class RunForm(forms.Form):
     )
     backend = forms.ChoiceField(widget=forms.RadioSelect, initial="simulated")
     model = forms.CharField(max_length=100, required=False, initial="simulated")
-    seed = forms.IntegerField(min_value=0, max_value=2**31, required=False, help_text="Same seed, same debate.")
+    seed = forms.IntegerField(
+        min_value=0, max_value=2**31, required=False, help_text="Same seed, same debate."
+    )
     # Simulation settings: make the simulated agents take every branch of the protocol.
     sim_answers = forms.ChoiceField(choices=ANSWER_STYLES, initial="mixed", label="Simulated answers")
     sim_fail_analyst = forms.BooleanField(required=False, label="One analyst fails (analysis)")
     sim_no_questions = forms.BooleanField(required=False, label="Examiner produces no questions")
     sim_fail_assessment = forms.BooleanField(required=False, label="Examiner's assessment fails")
     sim_cps = forms.IntegerField(
-        min_value=0, max_value=100000, initial=400, label="Streaming pace (characters per second, 0 = instant)"
+        min_value=0,
+        max_value=100000,
+        initial=400,
+        label="Streaming pace (characters per second, 0 = instant)",
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["protocol"].choices = [(p.name, p.title) for p in registry.all_protocols()]
+        self.fields["protocol"].choices = [(p.name, p.title) for p in registry.all_protocols()]  # type: ignore[attr-defined]
         self.backends = backend_choices()
-        self.fields["backend"].choices = [(b["name"], b["label"]) for b in self.backends]
+        self.fields["backend"].choices = [(b["name"], b["label"]) for b in self.backends]  # type: ignore[attr-defined]
 
     def clean_analysts(self) -> list[dict[str, str]]:
         analysts = parse_analysts(self.cleaned_data["analysts"])

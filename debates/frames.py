@@ -30,8 +30,9 @@ def status_frame(run: Run) -> str:
     )
 
 
-def event_frame(event: RunEvent) -> tuple[str, bool]:
-    """The frame for one event, from the current state of what it touched; True if per-user panels changed."""
+def event_frame(event: RunEvent, *, with_status: bool = True) -> tuple[str, bool]:
+    """The frame for one event, from the current state of what it touched; True if per-user panels changed.
+    Status widgets are left out of all but the last of a burst (`with_status`); they show current state."""
     run = Run.objects.get(pk=event.run_id)
     parts = []
     if event.kind in TURN_EVENTS:
@@ -43,8 +44,9 @@ def event_frame(event: RunEvent) -> tuple[str, bool]:
             )
         else:
             parts.append(_partial("turn", {"card": card, "oob": True}))
-    parts.append(status_frame(run))
     panels = event.kind not in TURN_EVENTS
+    if with_status or panels:
+        parts.append(status_frame(run))
     if panels:
         parts.append(_partial("outcome", {"run": run, "oob": True}))
     return "".join(parts), panels

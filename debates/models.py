@@ -28,13 +28,21 @@ class Run(models.Model):
     protocol = models.CharField(max_length=64)
     topic = models.TextField()
     material = models.TextField(blank=True, help_text="Free-text material the agents analyse.")
-    config = models.JSONField(default=dict, help_text="The protocol's validated config (pydantic model dump).")
+    config = models.JSONField(
+        default=dict, help_text="The protocol's validated config (pydantic model dump)."
+    )
     backend = models.CharField(max_length=32, default="simulated")
-    backend_options = models.JSONField(default=dict, blank=True, help_text="Backend settings, e.g. simulation.")
+    backend_options = models.JSONField(
+        default=dict, blank=True, help_text="Backend settings, e.g. simulation."
+    )
     model = models.CharField(max_length=100, blank=True)
     seed = models.BigIntegerField(default=0)
-    awaiting = models.JSONField(default=list, blank=True, help_text="Keys of the human steps the run waits for.")
-    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT, db_index=True)
+    awaiting = models.JSONField(
+        default=list, blank=True, help_text="Keys of the human steps the run waits for."
+    )
+    status = models.CharField(
+        max_length=20, choices=RunStatus.choices, default=RunStatus.DRAFT, db_index=True
+    )
     status_reason = models.TextField(blank=True)
     outcome = models.JSONField(null=True, blank=True)
 
@@ -117,7 +125,7 @@ def turn_dom_id(key: str) -> str:
 class Turn(models.Model):
     run = models.ForeignKey(Run, related_name="turns", on_delete=models.CASCADE)
     key = models.CharField(max_length=200, help_text="Stable step key, e.g. r1/analysis/analyst-1.")
-    seat = models.ForeignKey(Seat, related_name="turns", on_delete=models.PROTECT)
+    seat = models.ForeignKey(Seat, related_name="turns", on_delete=models.CASCADE)
     stage = models.CharField(max_length=64)
     task = models.CharField(max_length=64)
     attempt = models.PositiveIntegerField(default=1)

@@ -10,14 +10,38 @@ from markdown_it import MarkdownIt
 _markdown = MarkdownIt("js-default")
 
 ALLOWED_TAGS = {
-    "p", "br", "h1", "h2", "h3", "h4", "strong", "em", "code", "pre", "ul", "ol", "li", "blockquote", "a",
-    "table", "thead", "tbody", "tr", "th", "td", "hr", "del", "s",
+    "p",
+    "br",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "strong",
+    "em",
+    "code",
+    "pre",
+    "ul",
+    "ol",
+    "li",
+    "blockquote",
+    "a",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "hr",
+    "del",
+    "s",
 }
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}}
 
 
 def sanitize_html(html: str) -> str:
-    return nh3.clean(html, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES, url_schemes={"http", "https", "mailto"})
+    return nh3.clean(
+        html, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES, url_schemes={"http", "https", "mailto"}
+    )
 
 
 def render_markdown(text: str) -> SafeString:

@@ -4,4 +4,4 @@ from django.urls import path
 
 from debates.consumers import RunConsumer
 
-websocket_urlpatterns = [path("ws/runs/<int:run_id>/", RunConsumer.as_asgi())]
+websocket_urlpatterns = [path("ws/runs/<int:run_id>/", RunConsumer.as_asgi())]  # type: ignore[arg-type]

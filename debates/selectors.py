@@ -98,7 +98,8 @@ def run_turn_cards(run: Run, *, upto_seq: int | None = None) -> list[dict[str, A
 
 def run_status_context(run: Run) -> dict[str, Any]:
     protocol = registry.get(run.protocol)
-    turns = list(run.turns.values_list("stage", "status").order_by("first_seq", "id"))
+    view = run_view_load(run)
+    turns = [(t.stage, t.status) for t in view.turns.values()]
     committed = sum(1 for _, status in turns if status == TurnStatus.COMMITTED)
     failed = sum(1 for _, status in turns if status == TurnStatus.FAILED)
     current = turns[-1][0] if turns else ""
@@ -115,7 +116,7 @@ def run_status_context(run: Run) -> dict[str, Any]:
         else:
             state = "pending"
         stages.append({"id": stage.id, "label": stage.label, "state": state})
-    expected = protocol.expected_turns(run_view_load(run))
+    expected = protocol.expected_turns(view)
     return {
         "run": run,
         "status_label": STATUS_LABELS.get(RunStatus(run.status), run.status),
@@ -144,8 +145,9 @@ def run_awaited_steps(run: Run) -> list[Step]:
     return [s for s in plan.steps if s.key in run.awaiting and s.key not in view.submitted_steps]
 
 
-def moderator_context(run: Run, user: Any, *, errors: dict[str, list[str]] | None = None,
-                      values: dict[str, Any] | None = None) -> dict[str, Any]:
+def moderator_context(
+    run: Run, user: Any, *, errors: dict[str, list[str]] | None = None, values: dict[str, Any] | None = None
+) -> dict[str, Any]:
     can_moderate = user_can_moderate(user)
     protocol = registry.get(run.protocol)
     forms = []

@@ -130,7 +130,9 @@ class ControlResult:
     wake: bool = False
 
 
-def run_control(*, run_id: int, action: str, user: Any, client_uuid: uuid.UUID | None = None) -> ControlResult:
+def run_control(
+    *, run_id: int, action: str, user: Any, client_uuid: uuid.UUID | None = None
+) -> ControlResult:
     """Pause, resume, step one turn, or cancel. Committed before the caller answers; then the runner wakes."""
     if action not in {"pause", "resume", "step", "cancel"}:
         raise ActionRefused(f"Unknown action {action!r}.")
@@ -189,7 +191,9 @@ def human_turn_submit(
             raise ActionRefused(f"The run is {run.status}; it takes no more turns.")
         step = next((s for s in run_awaited_steps(run) if s.key == step_key), None)
         if step is None:
-            if HumanAction.objects.filter(run=run, kind=HumanActionKind.SUBMIT_TURN, step_key=step_key).exists():
+            if HumanAction.objects.filter(
+                run=run, kind=HumanActionKind.SUBMIT_TURN, step_key=step_key
+            ).exists():
                 return False  # already submitted: a double submit is a no-op
             raise ActionRefused(f"The run is not waiting for {step_key!r} any more; reload the page.")
         protocol = registry.get(run.protocol)
@@ -230,9 +234,9 @@ def human_turn_submit(
 def runs_resumable(*, now: datetime | None = None) -> tuple[list[int], datetime | None]:
     """Runs that should be running but have no live runner, and when the next still-leased one expires."""
     now = now or timezone.now()
-    candidates = Run.objects.filter(
-        status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
-    ).filter(Q(pause_requested=False) | Q(step_credits__gt=0))
+    candidates = Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).filter(
+        Q(pause_requested=False) | Q(step_credits__gt=0)
+    )
     ready = list(
         candidates.filter(Q(lease_owner="") | Q(lease_expires_at__lt=now)).values_list("pk", flat=True)
     )

@@ -99,7 +99,9 @@ def database_from_env() -> dict[str, object]:
         if parsed.scheme == "sqlite":
             path = unquote(url.removeprefix("sqlite:///").removeprefix("sqlite://"))
         else:
-            raise RuntimeError(f"DATABASE_URL: unsupported scheme {parsed.scheme!r} (use postgres:// or sqlite:///)")
+            raise RuntimeError(
+                f"DATABASE_URL: unsupported scheme {parsed.scheme!r} (use postgres:// or sqlite:///)"
+            )
     else:
         path = str(VAR_DIR / "disputa.sqlite3")
     # The runner commits turns while a moderator posts: WAL lets readers go on during a write, IMMEDIATE takes

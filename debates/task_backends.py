@@ -36,7 +36,7 @@ class InProcessBackend(BaseTaskBackend):
                 "none (a management command or shell?). Start the server, run the debate with "
                 "`manage.py run_debate`, or set DISPUTA_TASKS_BACKEND=database with db_worker processes."
             )
-        result = TaskResult(
+        result: TaskResult = TaskResult(
             task=task,
             id=get_random_string(32),
             status=TaskResultStatus.READY,

@@ -31,8 +31,12 @@ def _uuid(value: str | None) -> uuid.UUID | None:
 @login_required
 def run_list(request: HttpRequest) -> HttpResponse:
     runs = selectors.run_list()[:200]
-    template = "debates/run_list.html#runs-table" if getattr(request, "htmx", False) else "debates/run_list.html"
-    return render(request, template, {"runs": runs, "can_moderate": selectors.user_can_moderate(request.user)})
+    template = (
+        "debates/run_list.html#runs-table" if getattr(request, "htmx", False) else "debates/run_list.html"
+    )
+    return render(
+        request, template, {"runs": runs, "can_moderate": selectors.user_can_moderate(request.user)}
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -48,7 +52,9 @@ def run_new(request: HttpRequest) -> HttpResponse:
             error = f"The run could not be started: {exc}"
         else:
             return redirect("run-detail", run_id=run.pk)
-    return render(request, "debates/run_new.html", {"form": form, "error": error}, status=400 if error else 200)
+    return render(
+        request, "debates/run_new.html", {"form": form, "error": error}, status=400 if error else 200
+    )
 
 
 @require_GET
@@ -63,10 +69,19 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     return render(request, RUN_TEMPLATE, context)
 
 
-def _moderator_response(request: HttpRequest, run: Run, *, message: str = "", status: int = 200,
-                        errors: dict[str, list[str]] | None = None) -> HttpResponse:
+def _moderator_response(
+    request: HttpRequest,
+    run: Run,
+    *,
+    message: str = "",
+    status: int = 200,
+    errors: dict[str, list[str]] | None = None,
+) -> HttpResponse:
     run.refresh_from_db()
-    context = {**selectors.moderator_context(run, request.user, errors=errors, values=request.POST), "message": message}
+    context = {
+        **selectors.moderator_context(run, request.user, errors=errors, values=request.POST),
+        "message": message,
+    }
     if getattr(request, "htmx", False):
         return render(request, f"{RUN_TEMPLATE}#moderator", context, status=status)
     return redirect("run-detail", run_id=run.pk)
@@ -80,7 +95,10 @@ def run_control(request: HttpRequest, run_id: int, action: str) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     try:
         services.run_control(
-            run_id=run.pk, action=action, user=request.user, client_uuid=_uuid(request.POST.get("client_uuid"))
+            run_id=run.pk,
+            action=action,
+            user=request.user,
+            client_uuid=_uuid(request.POST.get("client_uuid")),
         )
     except services.ActionRefused as refused:
         return _moderator_response(request, run, message=str(refused))

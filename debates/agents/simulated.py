@@ -70,7 +70,7 @@ def _analysis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     sentences = material_sentences(request.view.material)
     count = min(len(sentences), rng.randint(3, 4))
     picked = rng.sample(range(len(sentences)), count)
-    claims = []
+    claims: list[dict[str, Any]] = []
     for number, index in enumerate(sorted(picked), start=1):
         sentence = sentences[index].rstrip(".")
         frame = rng.choice(CLAIM_FRAMES)
@@ -83,11 +83,11 @@ def _analysis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
                 "confidence": round(rng.uniform(0.45, 0.92), 2),
             }
         )
-    strongest = max(claims, key=lambda c: c["confidence"])
+    strongest = max(claims, key=lambda c: float(c["confidence"]))  # type: ignore[arg-type]
     lens = context.get("lens") or "general"
     summary = (
         f"Read through a {lens} lens, the material on “{request.view.topic}” supports {len(claims)} claims. "
-        f"The strongest is {strongest['id']}: {_shorten(strongest['text'])}"
+        f"The strongest is {strongest['id']}: {_shorten(str(strongest['text']))}"
     )
     return {"summary": summary, "claims": claims}
 
@@ -96,7 +96,7 @@ def _questions(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     if request.options.get("no_questions"):
         return {"questions": []}
     context = request.step.context
-    questions = []
+    questions: list[dict[str, Any]] = []
     for analysis in context["analyses"]:
         claims = sorted(analysis["claims"], key=lambda c: (c["confidence"], rng.random()))
         wanted = min(int(context["per_analyst"]), len(claims))
@@ -184,7 +184,9 @@ def _assessment(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             verdict, why = "DEFENDED", "Brought a new passage of the material that addresses the gap."
         else:
             verdict, why = "DEFLECTED", "Restated the claim without new evidence."
-        classifications.append({"question_id": item["question_id"], "classification": verdict, "rationale": why})
+        classifications.append(
+            {"question_id": item["question_id"], "classification": verdict, "rationale": why}
+        )
     return {"classifications": classifications}
 
 
@@ -217,7 +219,9 @@ class SimulatedBackend:
         step = request.step
         generator = GENERATORS.get((request.protocol, step.task))
         if generator is None:
-            raise BackendError(f"The simulated backend cannot play {request.protocol}/{step.task}.", retryable=False)
+            raise BackendError(
+                f"The simulated backend cannot play {request.protocol}/{step.task}.", retryable=False
+            )
         rng = random.Random(f"{request.view.seed}:{step.key}")
         payload = generator(rng, request)
         text = json.dumps(payload, ensure_ascii=False)

@@ -13,7 +13,7 @@ _hits: Counter[str] = Counter()
 
 
 def crash_point(name: str) -> None:
-    spec = settings.DISPUTA["CRASH_AT"]
+    spec = str(settings.DISPUTA["CRASH_AT"])
     if not spec:
         return
     _hits[name] += 1

@@ -28,12 +28,12 @@ def event_append(*, run_id: int, kind: str, payload: dict[str, Any] | None = Non
     return seq
 
 
-def event_message(*, run_id: int, seq: int) -> dict[str, Any]:
+def event_message(*, run_id: int, seq: int, with_status: bool = True) -> dict[str, Any]:
     """The channel-layer message announcing event `seq`, with its frame rendered once for every viewer."""
     from debates.frames import event_frame
 
     event = RunEvent.objects.get(run_id=run_id, seq=seq)
-    html, panels = event_frame(event)
+    html, panels = event_frame(event, with_status=with_status)
     return {"type": "run.event", "seq": seq, "html": html, "panels": panels}
 
 
@@ -45,11 +45,14 @@ def event_publish(*, run_id: int, seq: int) -> None:
     async_to_sync(layer.group_send)(run_group(run_id), event_message(run_id=run_id, seq=seq))
 
 
-async def aevent_publish(*, run_id: int, seq: int) -> None:
+async def aevent_publish(*, run_id: int, seq: int, with_status: bool = True) -> None:
     from channels.db import database_sync_to_async
 
     layer = get_channel_layer()
     if layer is None:
         return
-    message = await database_sync_to_async(event_message)(run_id=run_id, seq=seq)
+    # Its own thread and connection: rendering a frame must not hold up the runner's database thread.
+    message = await database_sync_to_async(event_message, thread_sensitive=False)(
+        run_id=run_id, seq=seq, with_status=with_status
+    )
     await layer.group_send(run_group(run_id), message)

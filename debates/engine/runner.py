@@ -71,7 +71,9 @@ def lease_try_acquire(run_id: int, owner: str) -> bool:
 def lease_renew(run_id: int, owner: str) -> bool:
     now = timezone.now()
     ttl = timedelta(seconds=_conf("LEASE_SECONDS"))
-    renewed = Run.objects.filter(pk=run_id, lease_owner=owner).update(lease_expires_at=now + ttl, heartbeat_at=now)
+    renewed = Run.objects.filter(pk=run_id, lease_owner=owner).update(
+        lease_expires_at=now + ttl, heartbeat_at=now
+    )
     return bool(renewed)
 
 
@@ -83,10 +85,21 @@ def lease_release(run_id: int, owner: str) -> None:
 
 
 @dataclass
+class ClaimedTurn:
+    turn_id: int
+    attempt: int
+    first_seq: int
+    seat: Seat
+    seq: int
+
+
+@dataclass
 class Decision:
     outcome: str  # "steps" | "done" | "waiting" | "paused" | "cancelled"
     steps: list[Step] = field(default_factory=list)
+    claims: list[ClaimedTurn | None] = field(default_factory=list)
     view: RunView | None = None
+    run: Run | None = None
     seqs: list[int] = field(default_factory=list)
 
 
@@ -116,7 +129,9 @@ def run_decide(run_id: int, owner: str) -> Decision:
             Turn.objects.filter(run=run, status=TurnStatus.STREAMING).update(
                 status=TurnStatus.FAILED, error="Cancelled by a moderator.", finished_at=timezone.now()
             )
-            seqs.append(_set_status(run, RunStatus.CANCELLED, "Cancelled by a moderator.", finished_at=timezone.now()))
+            seqs.append(
+                _set_status(run, RunStatus.CANCELLED, "Cancelled by a moderator.", finished_at=timezone.now())
+            )
             return Decision("cancelled", seqs=seqs)
         if run.pause_requested and run.step_credits == 0:
             if run.status != RunStatus.PAUSED:
@@ -130,7 +145,9 @@ def run_decide(run_id: int, owner: str) -> Decision:
             status = RunStatus.FAILED if plan.failed else RunStatus.COMPLETED
             run.outcome = plan.outcome
             seqs.append(
-                _set_status(run, status, plan.reason, outcome=plan.outcome, finished_at=timezone.now(), awaiting=[])
+                _set_status(
+                    run, status, plan.reason, outcome=plan.outcome, finished_at=timezone.now(), awaiting=[]
+                )
             )
             return Decision("done", seqs=seqs)
         if isinstance(plan, Wait):
@@ -144,7 +161,10 @@ def run_decide(run_id: int, owner: str) -> Decision:
             names = ", ".join(sorted({view.seats[s.seat].name for s in waiting}))
             seqs.append(
                 _set_status(
-                    run, RunStatus.AWAITING_HUMAN, f"Waiting for {names} (human seat).", awaiting=[s.key for s in waiting]
+                    run,
+                    RunStatus.AWAITING_HUMAN,
+                    f"Waiting for {names} (human seat).",
+                    awaiting=[s.key for s in waiting],
                 )
             )
             return Decision("waiting", seqs=seqs)
@@ -157,66 +177,62 @@ def run_decide(run_id: int, owner: str) -> Decision:
                     run, RunStatus.RUNNING, "", awaiting=[], started_at=run.started_at or timezone.now()
                 )
             )
-        return Decision("steps", steps=runnable, view=view, seqs=seqs)
+        # Claim every turn of the stage in this same transaction, so they all start streaming together.
+        claims = [_turn_claim(run_id, step) for step in runnable]
+        seqs += [c.seq for c in claims if c is not None]
+        return Decision("steps", steps=runnable, claims=claims, view=view, run=run, seqs=seqs)
 
 
 # --- turns -----------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class ClaimedTurn:
-    turn_id: int
-    attempt: int
-    first_seq: int
-    seat: Seat
-    seq: int
-
-
-def turn_claim(run_id: int, owner: str, step: Step) -> ClaimedTurn | None:
+def _turn_claim(run_id: int, step: Step) -> ClaimedTurn | None:
     """Create the turn (attempt 1) or start a new attempt of an interrupted one; None if already finished."""
     now = timezone.now()
-    with transaction.atomic():
-        _locked_run(run_id, owner)
-        seat = Seat.objects.get(run_id=run_id, handle=step.seat)
-        turn = Turn.objects.select_for_update().filter(run_id=run_id, key=step.key).first()
-        if turn is not None and turn.status != TurnStatus.STREAMING:
+    seat = Seat.objects.get(run_id=run_id, handle=step.seat)
+    turn = Turn.objects.select_for_update().filter(run_id=run_id, key=step.key).first()
+    if turn is not None and turn.status != TurnStatus.STREAMING:
+        return None
+    if turn is None:
+        turn = Turn.objects.create(
+            run_id=run_id,
+            key=step.key,
+            seat=seat,
+            stage=step.stage,
+            task=step.task,
+            human=seat.human,
+            queued_at=now,
+            started_at=now,
+            backend="human" if seat.human else seat.backend,
+            model=seat.model,
+        )
+        seq = event_append(run_id=run_id, kind="turn_started", payload={"key": step.key, "attempt": 1})
+        turn.first_seq = seq
+        turn.save(update_fields=["first_seq"])
+    else:
+        if turn.attempt >= MAX_TOTAL_ATTEMPTS:
+            turn.status = TurnStatus.FAILED
+            turn.error = f"Gave up after {turn.attempt} interrupted attempts."
+            turn.finished_at = now
+            turn.save(update_fields=["status", "error", "finished_at"])
+            event_append(run_id=run_id, kind="turn_failed", payload={"key": step.key, "error": turn.error})
             return None
-        if turn is None:
-            turn = Turn.objects.create(
-                run_id=run_id,
-                key=step.key,
-                seat=seat,
-                stage=step.stage,
-                task=step.task,
-                human=seat.human,
-                queued_at=now,
-                started_at=now,
-                backend="human" if seat.human else seat.backend,
-                model=seat.model,
-            )
-            seq = event_append(run_id=run_id, kind="turn_started", payload={"key": step.key, "attempt": 1})
-            turn.first_seq = seq
-            turn.save(update_fields=["first_seq"])
-        else:
-            if turn.attempt >= MAX_TOTAL_ATTEMPTS:
-                turn.status = TurnStatus.FAILED
-                turn.error = f"Gave up after {turn.attempt} interrupted attempts."
-                turn.finished_at = now
-                turn.save(update_fields=["status", "error", "finished_at"])
-                event_append(run_id=run_id, kind="turn_failed", payload={"key": step.key, "error": turn.error})
-                return None
-            turn.attempt += 1
-            turn.raw_text = ""
-            turn.error = ""
-            turn.started_at = now
-            turn.first_token_at = None
-            turn.save(update_fields=["attempt", "raw_text", "error", "started_at", "first_token_at"])
-            seq = event_append(
-                run_id=run_id,
-                kind="turn_restarted",
-                payload={"key": step.key, "attempt": turn.attempt, "reason": "an earlier attempt was interrupted"},
-            )
-        return ClaimedTurn(turn_id=turn.pk, attempt=turn.attempt, first_seq=turn.first_seq, seat=seat, seq=seq)
+        turn.attempt += 1
+        turn.raw_text = ""
+        turn.error = ""
+        turn.started_at = now
+        turn.first_token_at = None
+        turn.save(update_fields=["attempt", "raw_text", "error", "started_at", "first_token_at"])
+        seq = event_append(
+            run_id=run_id,
+            kind="turn_restarted",
+            payload={
+                "key": step.key,
+                "attempt": turn.attempt,
+                "reason": "an earlier attempt was interrupted",
+            },
+        )
+    return ClaimedTurn(turn_id=turn.pk, attempt=turn.attempt, first_seq=turn.first_seq, seat=seat, seq=seq)
 
 
 def turn_flush(turn_id: int, attempt: int, text: str, first_token_at: Any) -> None:
@@ -235,7 +251,9 @@ def turn_retry(run_id: int, owner: str, turn_id: int, attempt: int, reason: str)
             return None
         key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
         return event_append(
-            run_id=run_id, kind="turn_restarted", payload={"key": key, "attempt": attempt + 1, "reason": reason}
+            run_id=run_id,
+            kind="turn_restarted",
+            payload={"key": key, "attempt": attempt + 1, "reason": reason},
         )
 
 
@@ -312,11 +330,28 @@ class Runner:
         self.lease_lost = False
         self.cancel_seen = False
         self._step_tasks: set[asyncio.Task[None]] = set()
+        self._outbox: asyncio.Queue[int | None] = asyncio.Queue()
 
     async def _publish(self, seqs: list[int | None]) -> None:
+        """Queue committed events for the publisher: rendering frames stays off the runner's critical path."""
         for seq in seqs:
             if seq is not None:
-                await aevent_publish(run_id=self.run_id, seq=seq)
+                self._outbox.put_nowait(seq)
+
+    async def _publisher(self) -> None:
+        """Publish in seq order; of a burst of events only the last carries the (costlier) status widgets."""
+        done = False
+        while not done:
+            batch = [await self._outbox.get()]
+            while not self._outbox.empty():
+                batch.append(self._outbox.get_nowait())
+            done = None in batch
+            seqs = [seq for seq in batch if seq is not None]
+            for index, seq in enumerate(seqs):
+                try:
+                    await aevent_publish(run_id=self.run_id, seq=seq, with_status=index == len(seqs) - 1)
+                except Exception:  # best effort: viewers replay what they miss from the database
+                    log.exception("run %s: publishing event %s failed", self.run_id, seq)
 
     def _notify(self, kind: str, **payload: Any) -> None:
         if self.observer is not None:
@@ -330,6 +365,7 @@ class Runner:
                 return "lease-busy"
             await asyncio.sleep(0.25)
         watcher = asyncio.create_task(self._watch())
+        publisher = asyncio.create_task(self._publisher())
         try:
             return await self._loop()
         except LeaseLost:
@@ -344,6 +380,8 @@ class Runner:
             return "failed"
         finally:
             watcher.cancel()
+            self._outbox.put_nowait(None)
+            await publisher
             await database_sync_to_async(lease_release)(self.run_id, self.owner)
 
     async def _watch(self) -> None:
@@ -376,9 +414,13 @@ class Runner:
             if decision.outcome != "steps":
                 self._notify(decision.outcome)
                 return decision.outcome
-            assert decision.view is not None
-            view = decision.view
-            self._step_tasks = {asyncio.create_task(self._run_step(step, view)) for step in decision.steps}
+            assert decision.view is not None and decision.run is not None
+            view, run = decision.view, decision.run
+            self._step_tasks = {
+                asyncio.create_task(self._run_step(step, claimed, view, run))
+                for step, claimed in zip(decision.steps, decision.claims, strict=True)
+                if claimed is not None
+            }
             results = await asyncio.gather(*self._step_tasks, return_exceptions=True)
             self._step_tasks = set()
             for result in results:
@@ -387,11 +429,7 @@ class Runner:
                 if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
                     raise result
 
-    async def _run_step(self, step: Step, view: RunView) -> None:
-        claimed = await database_sync_to_async(turn_claim)(self.run_id, self.owner, step)
-        if claimed is None:
-            return
-        await self._publish([claimed.seq])
+    async def _run_step(self, step: Step, claimed: ClaimedTurn, view: RunView, run: Run) -> None:
         if claimed.seat.human:
             payload = await database_sync_to_async(human_submission)(self.run_id, step.key)
             seq = await database_sync_to_async(turn_commit)(
@@ -406,9 +444,7 @@ class Runner:
             await self._publish([seq])
             self._notify("turn_committed", key=step.key)
             return
-        run = await Run.objects.aget(pk=self.run_id)
         protocol = registry.get(run.protocol)
-        backend = backend_get(claimed.seat.backend)
         attempt = claimed.attempt
         for local_attempt in range(1, _conf("MAX_ATTEMPTS") + 1):
             request = AgentRequest(
@@ -426,7 +462,9 @@ class Runner:
                 if errors:
                     raise BackendError("Invalid output: " + "; ".join(errors))
             except ValidationError as error:
-                failure: BackendError = BackendError(f"Invalid output: {error.error_count()} schema errors ({error})")
+                failure: BackendError = BackendError(
+                    f"Invalid output: {error.error_count()} schema errors ({error})"
+                )
             except BackendError as error:
                 failure = error
             else:
@@ -475,10 +513,15 @@ class Runner:
 
         async def flush() -> None:
             nonlocal flushed_len, last_flush
-            await database_sync_to_async(turn_flush)(claimed.turn_id, attempt, text, first_token_at)
+            # Off the runner's database thread: partial saves of parallel turns must not queue behind commits.
+            await database_sync_to_async(turn_flush, thread_sensitive=False)(
+                claimed.turn_id, attempt, text, first_token_at
+            )
             flushed_len, last_flush = len(text), time.monotonic()
             if layer is not None:
-                html = turn_live_frame(key=request.step.key, task=request.step.task, protocol=request.protocol, text=text)
+                html = turn_live_frame(
+                    key=request.step.key, task=request.step.task, protocol=request.protocol, text=text
+                )
                 await layer.group_send(
                     run_group(self.run_id),
                     {"type": "turn.delta", "first_seq": claimed.first_seq, "attempt": attempt, "html": html},
@@ -503,7 +546,11 @@ class Runner:
 
 
 async def run_execute(
-    run_id: int, *, owner: str | None = None, observer: Observer | None = None, lease_wait: float | None = None
+    run_id: int,
+    *,
+    owner: str | None = None,
+    observer: Observer | None = None,
+    lease_wait: float | None = None,
 ) -> str:
     """Drive a run until it completes, waits for a human, pauses or is cancelled. Returns what stopped it."""
     return await Runner(run_id, owner=owner, observer=observer).execute(lease_wait=lease_wait)

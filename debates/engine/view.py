@@ -23,10 +23,14 @@ def run_view_load(run: Run) -> RunView:
             payload=t["payload"],
             error=t["error"],
         )
-        for t in run.turns.values("key", "seat__handle", "stage", "task", "status", "payload", "error")
+        for t in run.turns.order_by("first_seq", "id").values(
+            "key", "seat__handle", "stage", "task", "status", "payload", "error"
+        )
     }
     submitted = frozenset(
-        HumanAction.objects.filter(run=run, kind=HumanActionKind.SUBMIT_TURN).values_list("step_key", flat=True)
+        HumanAction.objects.filter(run=run, kind=HumanActionKind.SUBMIT_TURN).values_list(
+            "step_key", flat=True
+        )
     )
     return RunView(
         run_id=run.pk,

@@ -106,7 +106,9 @@ class CrossExamination(Protocol):
             if p is None
         ]
         if not available:
-            return Done(self._outcome(view, "analyses-only", notes), failed=True, reason="Every analyst failed.")
+            return Done(
+                self._outcome(view, "analyses-only", notes), failed=True, reason="Every analyst failed."
+            )
 
         if not view.finished(KEY_QUESTIONS):
             return Steps((self._questions_step(view, available),))
@@ -118,9 +120,9 @@ class CrossExamination(Protocol):
             return Done(self._outcome(view, "analyses-only", notes))
 
         questioned = [h for h in available if any(q["analyst"] == h for q in questions)]
-        pending = [h for h in questioned if not view.finished(_key_answers(h))]
-        if pending:
-            return Steps(tuple(self._answers_step(view, h, questions, available[h]) for h in pending))
+        unanswered = [h for h in questioned if not view.finished(_key_answers(h))]
+        if unanswered:
+            return Steps(tuple(self._answers_step(view, h, questions, available[h]) for h in unanswered))
         for handle in questioned:
             if view.payload(_key_answers(handle)) is None:
                 notes.append(f"{view.seats[handle].name} failed to answer; their questions stand unanswered.")
@@ -207,7 +209,10 @@ class CrossExamination(Protocol):
             answered = [a.question_id for a in payload.answers]
             errors = [f"answer to unknown question {q}" for q in answered if q not in asked]
             errors += [f"question {q} is not answered" for q in sorted(asked - set(answered))]
-            errors += [f"question {q} is answered twice" for q in sorted({q for q in answered if answered.count(q) > 1})]
+            errors += [
+                f"question {q} is answered twice"
+                for q in sorted({q for q in answered if answered.count(q) > 1})
+            ]
             errors += [
                 f"answer to {a.question_id} concedes but states no revised position"
                 for a in payload.answers
@@ -217,7 +222,9 @@ class CrossExamination(Protocol):
         if isinstance(payload, schema.Assessment):
             expected = {item["question_id"] for item in step.context["record"] if item["answer"] is not None}
             given = [c.question_id for c in payload.classifications]
-            errors = [f"classification of unknown or unanswered question {q}" for q in given if q not in expected]
+            errors = [
+                f"classification of unknown or unanswered question {q}" for q in given if q not in expected
+            ]
             errors += [f"answer to {q} is not classified" for q in sorted(expected - set(given))]
             errors += [f"{q} is classified twice" for q in sorted({q for q in given if given.count(q) > 1})]
             return errors
@@ -239,7 +246,9 @@ class CrossExamination(Protocol):
             if claim is None:
                 errors.append(f"{q.id}: {analysis['name']} has no claim {q.claim_id}")
             elif _normalise(q.quoted_claim) not in _normalise(claim["text"]):
-                errors.append(f"{q.id}: the quote is not the words of {analysis['name']}'s claim {q.claim_id}")
+                errors.append(
+                    f"{q.id}: the quote is not the words of {analysis['name']}'s claim {q.claim_id}"
+                )
         if payload.questions:  # no questions at all is a legitimate (degraded) outcome, not invalid output
             for handle, count in per_analyst.items():
                 if not MIN_QUESTIONS <= count <= MAX_QUESTIONS:
@@ -256,12 +265,16 @@ class CrossExamination(Protocol):
             return str(data.get(name, "")).strip()
 
         if step.task == "questions":
-            questions = []
+            questions: list[dict[str, Any]] = []
             for analysis in step.context["analyses"]:
                 claims = {c["id"]: c for c in analysis["claims"]}
                 for row in range(1, MAX_QUESTIONS + 1):
                     prefix = f"{analysis['analyst']}-{row}"
-                    question, gap, claim_id = field(f"{prefix}-question"), field(f"{prefix}-gap"), field(f"{prefix}-claim")
+                    question, gap, claim_id = (
+                        field(f"{prefix}-question"),
+                        field(f"{prefix}-gap"),
+                        field(f"{prefix}-claim"),
+                    )
                     if not (question or gap):
                         continue  # an empty row is a question not asked
                     claim = claims.get(claim_id)
@@ -299,7 +312,10 @@ class CrossExamination(Protocol):
         return analysts * 2 + 2
 
     def _record(
-        self, view: RunView, questions: list[Mapping[str, Any]], classifications: Mapping[str, Mapping[str, Any]]
+        self,
+        view: RunView,
+        questions: list[Mapping[str, Any]],
+        classifications: Mapping[str, Mapping[str, Any]],
     ) -> list[dict[str, Any]]:
         answers: dict[str, Mapping[str, Any]] = {}
         for handle in {q["analyst"] for q in questions}:
@@ -322,9 +338,7 @@ class CrossExamination(Protocol):
         return record
 
     def _outcome(self, view: RunView, mode: str, notes: list[str]) -> dict[str, Any]:
-        analyses = {
-            a.handle: view.payload(_key_analysis(a.handle)) for a in view.seats_with_role("analyst")
-        }
+        analyses = {a.handle: view.payload(_key_analysis(a.handle)) for a in view.seats_with_role("analyst")}
         questions_payload = view.payload(KEY_QUESTIONS)
         questions = list(questions_payload["questions"]) if questions_payload else []
         assessment = view.payload(KEY_ASSESSMENT) if mode == "full" else None

@@ -15,7 +15,9 @@ class _Strict(BaseModel):
 
 
 class Evidence(_Strict):
-    quote: str = Field(min_length=1, max_length=2000, description="Exact words from the material, or a datum.")
+    quote: str = Field(
+        min_length=1, max_length=2000, description="Exact words from the material, or a datum."
+    )
     source: str = Field(default="material", max_length=200, description="Where the quote comes from.")
 
 
@@ -36,7 +38,9 @@ class Question(_Strict):
     analyst: str = Field(description="Handle of the analyst questioned.")
     claim_id: str
     quoted_claim: str = Field(min_length=1, max_length=1000, description="The claim's words, quoted exactly.")
-    gap: str = Field(min_length=1, max_length=1000, description="The evidentiary gap, contradiction or assumption.")
+    gap: str = Field(
+        min_length=1, max_length=1000, description="The evidentiary gap, contradiction or assumption."
+    )
     question: str = Field(min_length=1, max_length=1000, description="Answerable with evidence, not opinion.")
 
 

@@ -50,4 +50,6 @@ def prompt_render(*, protocol: str, step: Step, view: RunView) -> Prompt:
         f"<material>{json.dumps(view.material, ensure_ascii=False)}</material>"
     )
     user = f"<context>{json.dumps(context, ensure_ascii=False)}</context>"
-    return Prompt(shared=shared, persona=persona, user=user, version=f"{protocol}/{step.task}.{PROMPT_VERSION}")
+    return Prompt(
+        shared=shared, persona=persona, user=user, version=f"{protocol}/{step.task}.{PROMPT_VERSION}"
+    )

@@ -20,11 +20,15 @@ def account_ensure(username: str, password: str, *, moderator: bool) -> None:
     user.is_staff = moderator
     user.save()
     if moderator:
-        user.user_permissions.add(Permission.objects.get(codename="moderate", content_type__app_label="debates"))
+        user.user_permissions.add(
+            Permission.objects.get(codename="moderate", content_type__app_label="debates")
+        )
 
 
 class Command(BaseCommand):
-    help = "Run Disputa's demo: database, accounts, a live cross-examination with simulated agents, the server."
+    help = (
+        "Run Disputa's demo: database, accounts, a live cross-examination with simulated agents, the server."
+    )
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default="127.0.0.1")

@@ -28,7 +28,11 @@ class Command(BaseCommand):
         except Run.DoesNotExist:
             raise CommandError(f"No run with id {run_id}.") from None
         if format != "json":
-            raise CommandError(f"--format {format}: not available for {run.protocol} runs in this release; use json.")
+            raise CommandError(
+                f"--format {format}: not available for {run.protocol} runs in this release; use json."
+            )
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(run_export_json(run), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        out.write_text(
+            json.dumps(run_export_json(run), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         self.stdout.write(str(out))

@@ -17,7 +17,9 @@ class Command(BaseCommand):
     help = "Resume runs whose lease expired and drive them in this process until none is left."
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--once", action="store_true", help="Only the runs due now; do not wait for leases.")
+        parser.add_argument(
+            "--once", action="store_true", help="Only the runs due now; do not wait for leases."
+        )
 
     def handle(self, *args: Any, once: bool, **options: Any) -> None:
         results = asyncio.run(self._resume(once=once))

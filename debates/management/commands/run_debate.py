@@ -15,7 +15,6 @@ from tqdm import tqdm
 from debates import demo, services
 from debates.engine.runner import run_execute
 from debates.engine.view import run_view_load
-from debates.models import Run
 from debates.protocols import registry
 
 DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
@@ -30,13 +29,19 @@ class Command(BaseCommand):
         parser.add_argument("--protocol", required=True)
         parser.add_argument("--topic", required=True)
         parser.add_argument("--kb", help="Slug of a knowledge base (arrives with the KB app).")
-        parser.add_argument("--material", default=None, help="Free-text material; default: the demo material.")
+        parser.add_argument(
+            "--material", default=None, help="Free-text material; default: the demo material."
+        )
         parser.add_argument("--material-file", type=Path)
         parser.add_argument("--backend", default="simulated", choices=["simulated", "anthropic", "openai"])
         parser.add_argument("--model", default="")
         parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--config", default="{}", help="Protocol config as JSON (merged over the default).")
-        parser.add_argument("--options", default="{}", help="Backend options as JSON, e.g. simulation branches.")
+        parser.add_argument(
+            "--config", default="{}", help="Protocol config as JSON (merged over the default)."
+        )
+        parser.add_argument(
+            "--options", default="{}", help="Backend options as JSON, e.g. simulation branches."
+        )
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -77,7 +82,9 @@ class Command(BaseCommand):
 
         protocol = registry.get(run.protocol)
         total = protocol.expected_turns(run_view_load(run))
-        bar = tqdm(total=total, unit="turn", desc=f"run {run.pk}", disable=opts["no_progress"], file=sys.stderr)
+        bar = tqdm(
+            total=total, unit="turn", desc=f"run {run.pk}", disable=opts["no_progress"], file=sys.stderr
+        )
 
         def observe(kind: str, payload: dict[str, Any]) -> None:
             if kind in {"turn_committed", "turn_failed"}:

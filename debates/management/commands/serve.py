@@ -29,7 +29,7 @@ class Command(BaseCommand):
             self.stdout.flush()
 
         Server(
-            application=ASGIStaticFilesHandler(application),
+            application=ASGIStaticFilesHandler(application),  # type: ignore[arg-type]
             endpoints=build_endpoint_description_strings(host=host, port=port),
             ready_callable=ready,
             signal_handlers=True,

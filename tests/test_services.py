@@ -1,0 +1,137 @@
+"""Services: human actions are committed before anything answers, applied once, and wake the runner."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from debates import services
+from debates.models import HumanAction, RunEvent, Turn
+from debates.selectors import run_awaited_steps
+from tests.conftest import run_to_stop
+
+
+def _questions_form(step) -> dict[str, str]:
+    form = {}
+    for analysis in step.context["analyses"]:
+        for row, claim in enumerate(analysis["claims"][:2], start=1):
+            prefix = f"{analysis['analyst']}-{row}"
+            form |= {
+                f"{prefix}-claim": claim["id"],
+                f"{prefix}-gap": "No figure given.",
+                f"{prefix}-question": "Which figure?",
+            }
+    return form
+
+
+@pytest.mark.django_db(transaction=True)
+class HumanExaminerTests:
+    def test_the_run_waits_for_the_human_then_takes_the_submitted_turns(self, make_run, moderator):
+        run = make_run(config={"examiner": "human"})
+        assert run_to_stop(run) == "waiting"
+        assert run.status == "awaiting_human" and run.awaiting == ["r2/questions/examiner"]
+        (step,) = run_awaited_steps(run)
+
+        assert services.human_turn_submit(
+            run_id=run.pk,
+            step_key=step.key,
+            data=_questions_form(step),
+            user=moderator,
+            client_uuid=uuid.uuid4(),
+        )
+        run.refresh_from_db()
+        assert run.status == "queued"
+
+        assert run_to_stop(run) == "waiting"
+        assert run.awaiting == ["r4/assessment/examiner"]
+        questions = Turn.objects.get(run=run, key="r2/questions/examiner")
+        assert (
+            questions.human and questions.status == "committed" and len(questions.payload["questions"]) == 6
+        )
+
+        (step,) = run_awaited_steps(run)
+        form = {f"{item['question_id']}-classification": "DEFENDED" for item in step.context["record"]}
+        services.human_turn_submit(run_id=run.pk, step_key=step.key, data=form, user=moderator)
+        assert run_to_stop(run) == "done"
+        assert run.status == "completed"
+        assert [row["defended"] for row in run.outcome["summary"]] == [2, 2, 2]
+
+    def test_an_invalid_submission_is_refused_with_reasons_and_records_nothing(self, make_run, moderator):
+        run = make_run(config={"examiner": "human"})
+        run_to_stop(run)
+        (step,) = run_awaited_steps(run)
+        form = _questions_form(step)
+        form = {k: v for k, v in form.items() if not k.startswith("analyst-ada-2")}
+        with pytest.raises(services.SubmissionInvalid) as refused:
+            services.human_turn_submit(run_id=run.pk, step_key=step.key, data=form, user=moderator)
+        assert refused.value.errors == ["Ada gets 1 questions; ask 2–3 per analyst"]
+        assert not HumanAction.objects.filter(run=run).exists()
+
+    def test_a_double_submit_is_applied_once(self, make_run, moderator):
+        run = make_run(config={"examiner": "human"})
+        run_to_stop(run)
+        (step,) = run_awaited_steps(run)
+        token = uuid.uuid4()
+        first = services.human_turn_submit(
+            run_id=run.pk, step_key=step.key, data=_questions_form(step), user=moderator, client_uuid=token
+        )
+        again = services.human_turn_submit(
+            run_id=run.pk, step_key=step.key, data=_questions_form(step), user=moderator, client_uuid=token
+        )
+        fresh = services.human_turn_submit(
+            run_id=run.pk, step_key=step.key, data=_questions_form(step), user=moderator
+        )
+        assert (first, again, fresh) == (True, False, False)
+        assert HumanAction.objects.filter(run=run, kind="submit_turn").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+class ControlTests:
+    def test_pause_stops_between_turns_and_step_runs_exactly_one(self, make_run, moderator):
+        run = make_run()
+        services.run_control(run_id=run.pk, action="pause", user=moderator)
+        assert run_to_stop(run) == "paused"
+        assert run.status == "paused" and run.turns.count() == 0
+
+        services.run_control(run_id=run.pk, action="step", user=moderator)
+        assert run_to_stop(run) == "paused"
+        assert list(run.turns.values_list("key", flat=True)) == ["r1/analysis/analyst-ada"]
+
+        services.run_control(run_id=run.pk, action="resume", user=moderator)
+        assert run_to_stop(run) == "done"
+        assert run.status == "completed" and run.turns.count() == 8
+
+    def test_cancel_of_a_paused_run_is_final(self, make_run, moderator):
+        run = make_run()
+        services.run_control(run_id=run.pk, action="pause", user=moderator)
+        run_to_stop(run)
+        services.run_control(run_id=run.pk, action="cancel", user=moderator)
+        run.refresh_from_db()
+        assert run.status == "cancelled"
+        with pytest.raises(services.ActionRefused, match="cancelled"):
+            services.run_control(run_id=run.pk, action="resume", user=moderator)
+        kinds = list(RunEvent.objects.filter(run=run).values_list("kind", flat=True))
+        assert kinds[-2:] == ["control", "run_status"]
+
+
+@pytest.mark.django_db(transaction=True)
+class ResumeTests:
+    def test_runs_with_a_dead_runner_are_found_once_the_lease_expires(self, make_run):
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        from debates.models import Run
+
+        alive, dead, fresh = make_run(), make_run(), make_run()
+        now = timezone.now()
+        Run.objects.filter(pk=alive.pk).update(
+            status="running", lease_owner="x", lease_expires_at=now + timedelta(seconds=30)
+        )
+        Run.objects.filter(pk=dead.pk).update(
+            status="running", lease_owner="y", lease_expires_at=now - timedelta(seconds=1)
+        )
+        ready, next_expiry = services.runs_resumable(now=now)
+        assert sorted(ready) == sorted([dead.pk, fresh.pk])
+        assert next_expiry == now + timedelta(seconds=30)

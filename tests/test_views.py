@@ -1,0 +1,144 @@
+"""Pages and POST endpoints: login, the moderate permission, CSRF, CSP, and the human-action contract."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.test import Client
+
+from debates.models import HumanAction, Run
+
+
+@pytest.fixture
+def enqueued():
+    from django.tasks import default_task_backend
+
+    default_task_backend.clear()
+    return default_task_backend.results
+
+
+class PageTests:
+    def test_pages_need_a_login(self, db, make_run):
+        run = make_run()
+        for url in ["/", "/runs/new/", f"/runs/{run.pk}/"]:
+            response = Client().get(url)
+            assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+    def test_every_html_page_carries_a_strict_csp(self, moderator_client, make_run):
+        run = make_run()
+        for url in ["/", "/runs/new/", f"/runs/{run.pk}/", "/accounts/login/"]:
+            csp = moderator_client.get(url)["Content-Security-Policy"]
+            assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+            assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+
+    def test_the_run_list_shows_runs_and_their_status(self, viewer_client, make_run):
+        run = make_run(topic="Is remote work here to stay?")
+        html = viewer_client.get("/").content.decode()
+        assert "Is remote work here to stay?" in html and 'data-status="queued"' in html
+        partial = viewer_client.get("/", HTTP_HX_REQUEST="true").content.decode()
+        assert partial.lstrip().startswith('<div id="runs-table"') and f"run-row-{run.pk}" in partial
+
+    def test_the_run_page_has_the_stable_ids_and_a_socket(self, viewer_client, make_run):
+        run = make_run()
+        html = viewer_client.get(f"/runs/{run.pk}/").content.decode()
+        for dom_id in ["run-status", "transcript", "moderator", "cost", "outcome"]:
+            assert f'id="{dom_id}"' in html
+        assert f'ws-connect="/ws/runs/{run.pk}/"' in html
+        assert "simulated" in html
+
+    def test_a_viewer_sees_no_controls(self, viewer_client, make_run):
+        run = make_run()
+        html = viewer_client.get(f"/runs/{run.pk}/").content.decode()
+        assert "control-pause" not in html and "watching as a viewer" in html
+
+
+class NewRunTests:
+    def _post(self, client, **extra):
+        data = {
+            "protocol": "cross-examination",
+            "topic": "Should we adopt a four-day week?",
+            "material": "Trials in 2022 reported stable output. Staff turnover fell.",
+            "analysts": "Ada: economics\nBo: wellbeing",
+            "examiner": "agent",
+            "questions_per_analyst": "2",
+            "backend": "simulated",
+            "model": "simulated",
+            "seed": "5",
+            "sim_answers": "mixed",
+            "sim_cps": "0",
+            **extra,
+        }
+        return client.post("/runs/new/", data)
+
+    def test_a_moderator_starts_a_run_and_it_is_enqueued(self, moderator_client, enqueued):
+        response = self._post(moderator_client, sim_fail_analyst="on")
+        run = Run.objects.get()
+        assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
+        assert run.status == "queued" and run.seed == 5
+        assert list(run.seats.values_list("handle", flat=True)) == ["analyst-ada", "analyst-bo", "examiner"]
+        assert run.backend_options["fail"] == ["r1/analysis/analyst-bo"]
+        assert [r.args for r in enqueued] == [[run.pk]]
+
+    def test_anthropic_is_offered_disabled_with_the_reason(self, moderator_client):
+        html = moderator_client.get("/runs/new/").content.decode()
+        assert 'value="anthropic" disabled' in html
+        assert "ANTHROPIC_API_KEY is not set" in html
+        response = self._post(moderator_client, backend="anthropic")
+        assert response.status_code == 200 and not Run.objects.exists()
+
+    def test_bad_analysts_are_reported_by_line(self, moderator_client):
+        response = self._post(moderator_client, analysts="Ada: economics\n: no name")
+        assert "Line 2" in response.content.decode() and not Run.objects.exists()
+
+    def test_a_viewer_cannot_start_a_run(self, viewer_client):
+        assert self._post(viewer_client).status_code == 403
+        assert not Run.objects.exists()
+
+    def test_posts_need_a_csrf_token(self, moderator):
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(moderator)
+        assert self._post(client).status_code == 403
+
+
+class ControlTests:
+    def test_pause_is_committed_before_the_answer_and_idempotent(self, moderator_client, make_run):
+        run = make_run()
+        token = str(uuid.uuid4())
+        for _ in range(2):
+            response = moderator_client.post(
+                f"/runs/{run.pk}/control/pause/", {"client_uuid": token}, HTTP_HX_REQUEST="true"
+            )
+            assert response.status_code == 200 and 'id="moderator"' in response.content.decode()
+        run.refresh_from_db()
+        assert run.pause_requested
+        assert HumanAction.objects.filter(run=run, kind="pause").count() == 1
+
+    def test_a_viewer_cannot_act(self, viewer_client, make_run):
+        run = make_run()
+        assert viewer_client.post(f"/runs/{run.pk}/control/cancel/").status_code == 403
+        run.refresh_from_db()
+        assert run.status == "queued" and not run.cancel_requested
+
+    def test_step_needs_a_paused_run_and_says_so(self, moderator_client, make_run):
+        run = make_run()
+        html = moderator_client.post(f"/runs/{run.pk}/control/step/", HTTP_HX_REQUEST="true").content.decode()
+        assert "pause it first" in html
+
+    def test_cancel_without_a_live_runner_cancels_at_once(self, moderator_client, make_run):
+        run = make_run()
+        moderator_client.post(f"/runs/{run.pk}/control/cancel/", HTTP_HX_REQUEST="true")
+        run.refresh_from_db()
+        assert run.status == "cancelled"
+        html = moderator_client.post(
+            f"/runs/{run.pk}/control/pause/", HTTP_HX_REQUEST="true"
+        ).content.decode()
+        assert "nothing can be changed" in html
+
+
+class ExportTests:
+    def test_the_json_export_downloads(self, viewer_client, make_run):
+        run = make_run()
+        response = viewer_client.get(f"/runs/{run.pk}/export.json")
+        assert response["Content-Disposition"] == f'attachment; filename="disputa-run-{run.pk}.json"'
+        assert response.json()["run"]["backend_label"] == "simulated"
