@@ -238,7 +238,9 @@ def runs_resumable(*, now: datetime | None = None) -> tuple[list[int], datetime 
         Q(pause_requested=False) | Q(step_credits__gt=0)
     )
     ready = list(
-        candidates.filter(Q(lease_owner="") | Q(lease_expires_at__lt=now)).values_list("pk", flat=True)
+        candidates.filter(
+            Q(lease_owner="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
+        ).values_list("pk", flat=True)
     )
     leased = candidates.exclude(lease_owner="").filter(lease_expires_at__gte=now)
     next_expiry = min((r for r in leased.values_list("lease_expires_at", flat=True) if r), default=None)

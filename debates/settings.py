@@ -109,6 +109,8 @@ def database_from_env() -> dict[str, object]:
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": path,
+        # Keep connections: the runner's database calls would otherwise reconnect (and re-run the PRAGMAs) each time.
+        "CONN_MAX_AGE": None,
         "OPTIONS": {
             "transaction_mode": "IMMEDIATE",
             "timeout": 30,

@@ -62,7 +62,12 @@ def lease_try_acquire(run_id: int, owner: str) -> bool:
     with transaction.atomic():
         taken = (
             Run.objects.filter(pk=run_id, status__in=RUNNABLE_STATUSES)
-            .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_owner=owner))
+            .filter(
+                Q(lease_owner="")
+                | Q(lease_expires_at__isnull=True)
+                | Q(lease_expires_at__lt=now)
+                | Q(lease_owner=owner)
+            )
             .update(lease_owner=owner, lease_expires_at=now + ttl, heartbeat_at=now)
         )
     return bool(taken)

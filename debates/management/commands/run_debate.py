@@ -82,8 +82,13 @@ class Command(BaseCommand):
 
         protocol = registry.get(run.protocol)
         total = protocol.expected_turns(run_view_load(run))
+        stream: Any = self.stderr._out  # the raw stream: OutputWrapper would add a newline to every redraw
         bar = tqdm(
-            total=total, unit="turn", desc=f"run {run.pk}", disable=opts["no_progress"], file=sys.stderr
+            total=total,
+            unit="turn",
+            desc=f"run {run.pk}",
+            disable=opts["no_progress"],
+            file=stream,
         )
 
         def observe(kind: str, payload: dict[str, Any]) -> None:

@@ -1,0 +1,103 @@
+"""The stable commands of DESIGN §8: run_debate, export_run, resume_runs, demo (set-up part), bench."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from debates.models import Run
+
+
+def run_command(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command(*args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)
+class RunDebateTests:
+    def test_it_runs_to_the_end_and_prints_the_run_id_last(self):
+        out, err = run_command(
+            "run_debate",
+            "--protocol",
+            "cross-examination",
+            "--topic",
+            "Is a four-day week good?",
+            "--seed",
+            "7",
+        )
+        run = Run.objects.get()
+        assert out.strip().splitlines()[-1] == str(run.pk)
+        assert run.status == "completed" and run.turns.count() == 8
+        assert "8/8" in err  # the progress bar reached the end
+
+    def test_a_human_seat_is_refused_headless(self):
+        with pytest.raises(CommandError, match="cannot seat a human"):
+            run_command(
+                "run_debate",
+                "--protocol",
+                "cross-examination",
+                "--topic",
+                "x",
+                "--config",
+                '{"examiner": "human"}',
+            )
+        assert not Run.objects.exists()
+
+    def test_an_unknown_protocol_names_the_available_ones(self):
+        with pytest.raises(CommandError, match="available: cross-examination"):
+            run_command("run_debate", "--protocol", "nope", "--topic", "x")
+
+    def test_bad_config_json_is_reported(self):
+        with pytest.raises(CommandError, match="not valid JSON"):
+            run_command("run_debate", "--protocol", "cross-examination", "--topic", "x", "--config", "{oops")
+
+
+@pytest.mark.django_db(transaction=True)
+class ExportRunTests:
+    def test_json_export_writes_the_whole_run(self, tmp_path):
+        run_command(
+            "run_debate",
+            "--protocol",
+            "cross-examination",
+            "--topic",
+            "Is a four-day week good?",
+            "--no-progress",
+        )
+        run = Run.objects.get()
+        target = tmp_path / "run.json"
+        run_command("export_run", str(run.pk), "--format", "json", "--out", str(target))
+        data = json.loads(target.read_text())
+        assert data["run"]["id"] == run.pk and data["run"]["backend_label"] == "simulated"
+        assert [s["handle"] for s in data["seats"]] == ["analyst-ada", "analyst-bo", "analyst-cy", "examiner"]
+        assert len(data["turns"]) == 8 and all(t["status"] == "committed" for t in data["turns"])
+        assert [e["seq"] for e in data["events"]] == list(range(1, run.last_seq + 1))
+        assert data["outcome"]["mode"] == "full"
+        assert data["usage"]["input_tokens"] == run.input_tokens > 0
+        for key in ["ledger", "revisions", "proposed_mutations", "scorecard", "decision", "human_actions"]:
+            assert key in data
+
+    def test_an_unknown_run_is_an_error(self, tmp_path):
+        with pytest.raises(CommandError, match="No run with id 999"):
+            run_command("export_run", "999", "--out", str(tmp_path / "x.json"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_resume_runs_finishes_a_run_whose_runner_died(make_run):
+    run = make_run()
+    Run.objects.filter(pk=run.pk).update(status="running", lease_owner="dead-process", lease_expires_at=None)
+    out, _ = run_command("resume_runs")
+    run.refresh_from_db()
+    assert run.status == "completed"
+    assert f"run {run.pk}: done" in out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_overhead_prints_both_ratios():
+    out, _ = run_command("bench", "overhead", "--runs", "1", "--ttft", "0.05", "--cps", "20000")
+    assert "wall / critical path:" in out and "parallel stage span / slowest turn:" in out
+    assert not Run.objects.exists()  # bench runs clean up after themselves
