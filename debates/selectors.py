@@ -103,6 +103,9 @@ def run_status_context(run: Run) -> dict[str, Any]:
     committed = sum(1 for _, status in turns if status == TurnStatus.COMMITTED)
     failed = sum(1 for _, status in turns if status == TurnStatus.FAILED)
     current = turns[-1][0] if turns else ""
+    if run.status == RunStatus.AWAITING_HUMAN and run.awaiting:
+        awaited = run_awaited_steps(run)
+        current = awaited[0].stage if awaited else current
     order = [s.id for s in protocol.stages]
     current_index = order.index(current) if current in order else -1
     if run.status == RunStatus.COMPLETED:

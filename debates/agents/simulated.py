@@ -47,10 +47,11 @@ def _shorten(sentence: str, words: int = 14) -> str:
 
 CLAIM_FRAMES = (
     "{s}",
-    "The material establishes that {s_lower}",
+    "The evidence establishes that {s_lower}",
     "{s} — which is decisive for this question",
     "Most importantly, {s_lower}",
 )
+NO_MATERIAL_SOURCE = "general knowledge (no material supplied)"
 GAPS = (
     "The claim rests on one quoted sentence; nothing in the material measures how large or how lasting the "
     "effect is.",
@@ -68,6 +69,7 @@ QUESTIONS = (
 def _analysis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     context = request.step.context
     sentences = material_sentences(request.view.material)
+    source = "material" if request.view.material.strip() else NO_MATERIAL_SOURCE
     count = min(len(sentences), rng.randint(3, 4))
     picked = rng.sample(range(len(sentences)), count)
     claims: list[dict[str, Any]] = []
@@ -79,14 +81,15 @@ def _analysis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             {
                 "id": f"c{number}",
                 "text": text,
-                "evidence": [{"quote": sentences[index], "source": "material"}],
+                "evidence": [{"quote": sentences[index], "source": source}],
                 "confidence": round(rng.uniform(0.45, 0.92), 2),
             }
         )
     strongest = max(claims, key=lambda c: float(c["confidence"]))  # type: ignore[arg-type]
     lens = context.get("lens") or "general"
     summary = (
-        f"Read through a {lens} lens, the material on “{request.view.topic}” supports {len(claims)} claims. "
+        f"Through the lens of {lens}, the {'material' if source == 'material' else 'question'} on "
+        f"“{request.view.topic}” supports {len(claims)} claims. "
         f"The strongest is {strongest['id']}: {_shorten(str(strongest['text']))}"
     )
     return {"summary": summary, "claims": claims}
@@ -143,7 +146,12 @@ def _answers(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
                     "choice": "DEFEND",
                     "response": f"The gap is closed by a second, independent passage: “{_shorten(new, 18)}”. "
                     "It bears directly on the claim and was not cited before.",
-                    "evidence": [{"quote": new, "source": "material"}],
+                    "evidence": [
+                        {
+                            "quote": new,
+                            "source": "material" if request.view.material.strip() else NO_MATERIAL_SOURCE,
+                        }
+                    ],
                     "revised_position": "",
                 }
             )
