@@ -24,7 +24,21 @@ class RunStatus(models.TextChoices):
 TERMINAL_STATUSES = {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED}
 
 
-class Run(models.Model):
+class UsageFields(models.Model):
+    """Token usage and cost: per turn, and summed per run in the transaction that commits each turn."""
+
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cache_write_tokens = models.PositiveBigIntegerField(default=0)
+    cache_read_tokens = models.PositiveBigIntegerField(default=0)
+    thinking_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+
+    class Meta:
+        abstract = True
+
+
+class Run(UsageFields):
     protocol = models.CharField(max_length=64)
     topic = models.TextField()
     material = models.TextField(blank=True, help_text="Free-text material the agents analyse.")
@@ -48,12 +62,6 @@ class Run(models.Model):
 
     budget_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
     budget_tokens = models.BigIntegerField(null=True, blank=True)
-    input_tokens = models.BigIntegerField(default=0)
-    output_tokens = models.BigIntegerField(default=0)
-    cache_write_tokens = models.BigIntegerField(default=0)
-    cache_read_tokens = models.BigIntegerField(default=0)
-    thinking_tokens = models.BigIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
 
     # Control fields written by human actions and read by the runner between steps.
     pause_requested = models.BooleanField(default=False)
@@ -122,7 +130,7 @@ def turn_dom_id(key: str) -> str:
     return "turn-" + re.sub(r"[^A-Za-z0-9_-]+", "-", key)
 
 
-class Turn(models.Model):
+class Turn(UsageFields):
     run = models.ForeignKey(Run, related_name="turns", on_delete=models.CASCADE)
     key = models.CharField(max_length=200, help_text="Stable step key, e.g. r1/analysis/analyst-1.")
     seat = models.ForeignKey(Seat, related_name="turns", on_delete=models.CASCADE)
@@ -137,12 +145,6 @@ class Turn(models.Model):
     error = models.TextField(blank=True)
     human = models.BooleanField(default=False)
 
-    input_tokens = models.PositiveBigIntegerField(default=0)
-    output_tokens = models.PositiveBigIntegerField(default=0)
-    cache_write_tokens = models.PositiveBigIntegerField(default=0)
-    cache_read_tokens = models.PositiveBigIntegerField(default=0)
-    thinking_tokens = models.PositiveBigIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
     backend = models.CharField(max_length=32, blank=True)
     model = models.CharField(max_length=100, blank=True)
 
