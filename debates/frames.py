@@ -18,9 +18,11 @@ def _partial(name: str, context: dict[str, Any]) -> str:
     return render_to_string(f"{RUN_TEMPLATE}#{name}", context)
 
 
-def turn_live_frame(*, key: str, task: str, protocol: str, text: str) -> str:
+def turn_live_frame(
+    *, key: str, task: str, protocol: str, text: str, names: dict[str, str] | None = None
+) -> str:
     """The streaming body of a turn, re-rendered from the JSON parsed so far. No database access."""
-    card = selectors.live_card(key=key, task=task, protocol=protocol, text=text)
+    card = selectors.live_card(key=key, task=task, protocol=protocol, text=text, names=names)
     return _partial("turn-live", {"card": card, "oob": True})
 
 
@@ -37,7 +39,7 @@ def event_frame(event: RunEvent, *, with_status: bool = True) -> tuple[str, bool
     parts = []
     if event.kind in TURN_EVENTS:
         turn = run.turns.select_related("seat").get(key=event.payload["key"])
-        card = selectors.turn_card(turn, run.protocol)
+        card = selectors.turn_card(turn, run.protocol, selectors.seat_names(run))
         if event.kind == "turn_started":
             parts.append(
                 '<div hx-swap-oob="beforeend:#transcript">' + _partial("turn", {"card": card}) + "</div>"

@@ -46,7 +46,11 @@ def body_template(protocol: str, task: str) -> str:
     return f"{registry.get(protocol).template}#{task}"
 
 
-def turn_card(turn: Turn, protocol: str) -> dict[str, Any]:
+def seat_names(run: Run) -> dict[str, str]:
+    return dict(run.seats.values_list("handle", "name"))
+
+
+def turn_card(turn: Turn, protocol: str, names: dict[str, str] | None = None) -> dict[str, Any]:
     seat = turn.seat
     streaming = turn.status == TurnStatus.STREAMING
     data = partial_json(turn.raw_text) if streaming or turn.payload is None else turn.payload
@@ -74,10 +78,13 @@ def turn_card(turn: Turn, protocol: str) -> dict[str, Any]:
         "body_template": body_template(protocol, turn.task),
         "duration": duration,
         "streaming": streaming,
+        "names": names or {},
     }
 
 
-def live_card(*, key: str, task: str, protocol: str, text: str) -> dict[str, Any]:
+def live_card(
+    *, key: str, task: str, protocol: str, text: str, names: dict[str, str] | None = None
+) -> dict[str, Any]:
     data = partial_json(text)
     return {
         "dom_id": turn_dom_id(key),
@@ -86,6 +93,7 @@ def live_card(*, key: str, task: str, protocol: str, text: str) -> dict[str, Any
         "data": data if isinstance(data, dict) else {},
         "body_template": body_template(protocol, task),
         "streaming": True,
+        "names": names or {},
     }
 
 
@@ -93,7 +101,8 @@ def run_turn_cards(run: Run, *, upto_seq: int | None = None) -> list[dict[str, A
     turns = run.turns.select_related("seat").order_by("first_seq", "id")
     if upto_seq is not None:
         turns = turns.filter(first_seq__lte=upto_seq)
-    return [turn_card(t, run.protocol) for t in turns]
+    names = seat_names(run)
+    return [turn_card(t, run.protocol, names) for t in turns]
 
 
 def run_status_context(run: Run) -> dict[str, Any]:

@@ -509,6 +509,7 @@ class Runner:
 
         layer = get_channel_layer()
         flush_every = _conf("FLUSH_SECONDS")
+        names = {handle: seat.name for handle, seat in request.view.seats.items()}
         text = ""
         first_token_at = None
         flushed_len = 0
@@ -525,7 +526,11 @@ class Runner:
             flushed_len, last_flush = len(text), time.monotonic()
             if layer is not None:
                 html = turn_live_frame(
-                    key=request.step.key, task=request.step.task, protocol=request.protocol, text=text
+                    key=request.step.key,
+                    task=request.step.task,
+                    protocol=request.protocol,
+                    text=text,
+                    names=names,
                 )
                 await layer.group_send(
                     run_group(self.run_id),
