@@ -38,6 +38,14 @@ def parse_analysts(text: str) -> list[dict[str, str]]:
 class RunForm(forms.Form):
     protocol = forms.ChoiceField()
     topic = forms.CharField(max_length=500, label="Question or topic")
+    kb: forms.ModelChoiceField = forms.ModelChoiceField(
+        queryset=None,
+        required=False,
+        label="Knowledge base",
+        empty_label="— none: analyse the material below —",
+        help_text="Debate over a knowledge base: its snapshot is taken when the run starts, and citations of its "
+        "arguments are verified.",
+    )
     material = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 8}),
         required=False,
@@ -76,6 +84,9 @@ class RunForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        from kb.models import KnowledgeBase
+
+        self.fields["kb"].queryset = KnowledgeBase.objects.all()  # type: ignore[attr-defined]
         self.fields["protocol"].choices = [(p.name, p.title) for p in registry.all_protocols()]  # type: ignore[attr-defined]
         self.backends = backend_choices()
         self.fields["backend"].choices = [(b["name"], b["label"]) for b in self.backends]  # type: ignore[attr-defined]
@@ -113,6 +124,7 @@ class RunForm(forms.Form):
             "protocol": data["protocol"],
             "topic": data["topic"],
             "material": data["material"],
+            "kb": data.get("kb"),
             "config": {
                 "analysts": analysts,
                 "examiner": data["examiner"],

@@ -42,6 +42,14 @@ class Run(UsageFields):
     protocol = models.CharField(max_length=64)
     topic = models.TextField()
     material = models.TextField(blank=True, help_text="Free-text material the agents analyse.")
+    kb = models.ForeignKey(
+        "kb.KnowledgeBase",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="runs",
+        help_text="The knowledge base debated over; its snapshot is taken when the run is created.",
+    )
     config = models.JSONField(
         default=dict, help_text="The protocol's validated config (pydantic model dump)."
     )

@@ -61,6 +61,7 @@ def run_create(
     seed: int = 0,
     backend_options: Mapping[str, Any] | None = None,
     budget_usd: Decimal | None = None,
+    kb: Any = None,
     user: Any = None,
     start: bool = True,
     enqueue: bool = True,
@@ -70,11 +71,20 @@ def run_create(
     parsed: BaseModel = proto.config_model.model_validate(dict(config))
     if not topic.strip():
         raise ValueError("topic: a debate needs a question or topic")
+    if kb is not None and not kb.is_stable:
+        raise ValueError(
+            f"kb: '{kb.title}' does not state a stable graph; confirm its stable state on the KB page first"
+        )
     with transaction.atomic():
+        if kb is not None and not material.strip():
+            from kb.services import kb_material_text
+
+            material = kb_material_text(kb)
         run = Run.objects.create(
             protocol=protocol,
             topic=topic.strip(),
             material=material,
+            kb=kb,
             config=parsed.model_dump(mode="json"),
             backend=backend,
             model=model or ("simulated" if backend == "simulated" else ""),
@@ -98,6 +108,10 @@ def run_create(
             )
             for index, spec in enumerate(proto.seats(parsed))
         )
+        if kb is not None:
+            from kb.discipline import kb_snapshot_take
+
+            kb_snapshot_take(kb=kb, run=run)
         seq = event_append(run_id=run.pk, kind="run_created", payload={"protocol": protocol})
     event_publish(run_id=run.pk, seq=seq)
     if start and enqueue:

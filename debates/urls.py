@@ -12,6 +12,7 @@ urlpatterns = [
     path("runs/<int:run_id>/control/<str:action>/", views.run_control, name="run-control"),
     path("runs/<int:run_id>/human/", views.human_turn_submit, name="human-turn-submit"),
     path("runs/<int:run_id>/export.json", views.run_export, name="run-export-json"),
+    path("kb/", include("kb.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
 ]

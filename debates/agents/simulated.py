@@ -35,9 +35,13 @@ FALLBACK_MATERIAL = (
 
 
 def material_sentences(material: str) -> list[str]:
-    text = re.sub(r"\s+", " ", material or FALLBACK_MATERIAL).strip()
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9“\"'(])", text) if len(s.strip()) > 20]
-    return sentences or [text]
+    sentences = []
+    for line in (material or FALLBACK_MATERIAL).splitlines():  # a KB's material is one argument per line
+        text = re.sub(r"\s+", " ", line).strip()
+        sentences += [
+            s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9“\"'(])", text) if len(s.strip()) > 20
+        ]
+    return sentences or [re.sub(r"\s+", " ", material or FALLBACK_MATERIAL).strip()]
 
 
 def _shorten(sentence: str, words: int = 14) -> str:

@@ -30,6 +30,7 @@ from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
 from debates.protocols import registry
 from debates.protocols.base import Done, RunView, Step, Steps, Wait
+from kb.citations import citations_for_run
 
 log = logging.getLogger("debates.engine")
 
@@ -281,6 +282,7 @@ def turn_commit(
     with transaction.atomic():
         committed = Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
             status=TurnStatus.COMMITTED,
+            citations=citations_for_run(run_id, text),
             raw_text=text,
             payload=payload,
             schema_version="1.0",

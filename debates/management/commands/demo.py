@@ -41,6 +41,9 @@ class Command(BaseCommand):
         password = secrets.token_urlsafe(9)
         account_ensure("moderator", password, moderator=True)
         account_ensure("viewer", password, moderator=False)
+        from kb.demo import demo_kbs_load
+
+        kbs = demo_kbs_load()
         backend = "simulated"
         run = services.run_create(
             protocol="cross-examination",
@@ -59,6 +62,7 @@ class Command(BaseCommand):
             f"  moderator   username 'moderator'  password '{password}'\n"
             f"  viewer      username 'viewer'     password '{password}'\n"
             f"  agents      simulated (no ANTHROPIC_API_KEY is used by the demo)\n"
+            f"  KBs         {', '.join(kb.slug for kb in kbs)} (http://{host}:{port}/kb/)\n"
         )
         if not no_serve:
             call_command("serve", host=host, port=port)

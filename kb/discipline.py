@@ -1,0 +1,398 @@
+"""The KB discipline of seed 002 — the only code that changes a knowledge base after import.
+
+Status only moves down robust > strong > contested > weak > refuted|baseless; nothing is deleted; a Statement is
+never rewritten (a refinement is a new node plus a `refines` edge); new nodes enter at contested or lower with
+`asserter: derived-during-debate-by-<handle>`; the snapshot taken when a debate starts is never written; every
+applied change writes an R-NNN revision naming the turn that triggered it. A forbidden proposal is refused with
+the rule it breaks and kept as a finding."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db import transaction
+from django.db.models.signals import pre_delete, pre_save
+from django.dispatch import receiver
+from django.utils import timezone
+
+from kb.models import (
+    BASIS_TYPES,
+    CONTRADICTION_TYPES,
+    EDGE_TYPES,
+    LAYERS,
+    STATUSES,
+    Argument,
+    Contradiction,
+    Edge,
+    Entity,
+    KnowledgeBase,
+    MutationStatus,
+    ProposedMutation,
+    Revision,
+    Snapshot,
+    Source,
+)
+
+STATUS_RANK = {"robust": 5, "strong": 4, "contested": 3, "weak": 2, "refuted": 1, "baseless": 1}
+NEW_NODE_MAX_RANK = STATUS_RANK["contested"]
+KINDS = {
+    "status-downgrade",
+    "new-edge",
+    "new-node",
+    "criticism-append",
+    "traceback-append",
+    "contradiction-added",
+    "statement-rewrite",
+    "delete",
+}
+REVISION_TYPES = {
+    "status-downgrade": "status-downgrade",
+    "new-edge": "new-edge",
+    "new-node": "new-node",
+    "criticism-append": "criticism-append",
+    "traceback-append": "criticism-append",
+    "contradiction-added": "contradiction-added",
+}
+
+
+class DisciplineViolation(Exception):
+    """A change the discipline forbids; the message names the rule."""
+
+
+# --- guards below the services: the ORM refuses deletes, statement rewrites and snapshot writes -------------------
+
+
+@receiver(pre_delete, sender=Argument)
+@receiver(pre_delete, sender=Source)
+@receiver(pre_delete, sender=Edge)
+@receiver(pre_delete, sender=Entity)
+@receiver(pre_delete, sender=Contradiction)
+@receiver(pre_delete, sender=Revision)
+@receiver(pre_delete, sender=Snapshot)
+@receiver(pre_delete, sender=KnowledgeBase)
+def _refuse_delete(sender: type, instance: Any, **kwargs: Any) -> None:
+    raise DisciplineViolation(f"Nothing in a knowledge base is ever deleted ({sender.__name__} {instance}).")
+
+
+@receiver(pre_save, sender=Argument)
+def _refuse_statement_rewrite(sender: type, instance: Argument, **kwargs: Any) -> None:
+    if instance.pk is None or kwargs.get("raw"):
+        return
+    stored = Argument.objects.filter(pk=instance.pk).values_list("statement", flat=True).first()
+    if stored is not None and stored != instance.statement:
+        raise DisciplineViolation(
+            f"The Statement of {instance.arg_id} is never rewritten: propose a new node with a refines edge."
+        )
+
+
+@receiver(pre_save, sender=Snapshot)
+def _refuse_snapshot_write(sender: type, instance: Snapshot, **kwargs: Any) -> None:
+    if instance.pk is not None and Snapshot.objects.filter(pk=instance.pk).exists():
+        stored = Snapshot.objects.filter(pk=instance.pk).values("files", "arguments").get()
+        if stored["files"] != instance.files or stored["arguments"] != instance.arguments:
+            raise DisciplineViolation("A snapshot is never written after it is taken.")
+
+
+# --- snapshot ------------------------------------------------------------------------------------------------------
+
+
+def kb_snapshot_take(*, kb: KnowledgeBase, run: Any = None) -> Snapshot:
+    from kb.services import kb_files
+
+    arguments = {
+        a.arg_id: {
+            "status": a.status,
+            "position": a.position,
+            "layer": a.layer,
+            "scope": a.scope,
+            "summary": a.summary,
+        }
+        for a in kb.arguments.all()
+    }
+    return Snapshot.objects.create(kb=kb, run=run, files=kb_files(kb), arguments=arguments)
+
+
+# --- checking proposals --------------------------------------------------------------------------------------------
+
+
+def _argument(kb: KnowledgeBase, arg_id: Any) -> Argument | None:
+    return kb.arguments.filter(arg_id=str(arg_id)).first()
+
+
+def mutation_violations(
+    *, kb: KnowledgeBase, kind: str, payload: dict[str, Any], proposed_by: str
+) -> list[str]:
+    """The rules a proposal breaks (empty when it may be applied)."""
+    if kind not in KINDS:
+        return [f"unknown kind of change {kind!r}"]
+    if kind == "delete":
+        return ["nothing is ever deleted: refuted and baseless nodes stay as a permanent record"]
+    if kind == "statement-rewrite":
+        return ["a Statement is never rewritten: propose a new node with a refines edge instead"]
+    if kb.kind != KnowledgeBase.GRAPH:
+        return ["data KBs are not changed by debates"]
+    if kind == "status-downgrade":
+        argument = _argument(kb, payload.get("arg_id"))
+        new = payload.get("to")
+        if argument is None:
+            return [f"no argument {payload.get('arg_id')!r} in this KB"]
+        if new not in STATUSES:
+            return [f"unknown status {new!r}"]
+        if new == argument.status:
+            return [f"{argument.arg_id} is already {new}"]
+        if STATUS_RANK[new] > STATUS_RANK[argument.status]:
+            return [
+                f"status only moves down: {argument.arg_id} {argument.status} → {new} would be a promotion; "
+                "re-run construction instead"
+            ]
+        return []
+    if kind == "new-edge":
+        errors = []
+        if _argument(kb, payload.get("src")) is None:
+            errors.append(f"edge from missing argument {payload.get('src')!r}")
+        if payload.get("type") not in EDGE_TYPES:
+            errors.append(f"unknown edge type {payload.get('type')!r}")
+        target = str(payload.get("target", ""))
+        if payload.get("type") == "derived-from-source":
+            if not kb.sources.filter(path=target).exists():
+                errors.append(f"edge to missing source {target!r}")
+        elif _argument(kb, target) is None:
+            errors.append(f"edge to missing argument {target!r}")
+        return errors
+    if kind == "new-node":
+        errors = []
+        status = payload.get("status", "contested")
+        if status not in STATUSES:
+            errors.append(f"unknown status {status!r}")
+        elif STATUS_RANK[status] > NEW_NODE_MAX_RANK:
+            errors.append(f"a new node enters at contested or lower, not {status}")
+        refines = payload.get("refines")
+        if refines:
+            base = _argument(kb, refines)
+            if base is None:
+                errors.append(f"refines missing argument {refines!r}")
+            elif status in STATUS_RANK and STATUS_RANK[status] > STATUS_RANK[base.status]:
+                errors.append(f"a refinement may not rank above {base.arg_id} ({base.status})")
+        if payload.get("layer") not in LAYERS:
+            errors.append(f"unknown layer {payload.get('layer')!r}")
+        if payload.get("basis_type", "reasoning") not in BASIS_TYPES:
+            errors.append(f"unknown basis_type {payload.get('basis_type')!r}")
+        if not str(payload.get("statement", "")).strip():
+            errors.append("a new node needs a Statement")
+        if not re.match(
+            r"^(pro-|con-)[a-z0-9-]+$|^(neutral|factual|meta)$", str(payload.get("position", ""))
+        ):
+            errors.append(f"unknown position {payload.get('position')!r}")
+        asserter = payload.get("asserter")
+        if asserter and asserter != f"derived-during-debate-by-{proposed_by}":
+            errors.append(f"a debate node's asserter is derived-during-debate-by-{proposed_by}")
+        return errors
+    if kind == "criticism-append":
+        if not kb.sources.filter(path=str(payload.get("source", ""))).exists():
+            return [f"no source {payload.get('source')!r} in this KB"]
+        return [] if str(payload.get("text", "")).strip() else ["nothing to append"]
+    if kind == "traceback-append":
+        if _argument(kb, payload.get("arg_id")) is None:
+            return [f"no argument {payload.get('arg_id')!r} in this KB"]
+        return [] if str(payload.get("text", "")).strip() else ["nothing to append"]
+    # contradiction-added
+    errors = []
+    if payload.get("type") not in CONTRADICTION_TYPES:
+        errors.append(f"unknown contradiction type {payload.get('type')!r}")
+    for arg_id in payload.get("arguments", []):
+        if _argument(kb, arg_id) is None:
+            errors.append(f"contradiction involves missing argument {arg_id!r}")
+    if not str(payload.get("title", "")).strip():
+        errors.append("a contradiction needs a title")
+    return errors
+
+
+# --- proposing, deciding, applying -----------------------------------------------------------------------------------
+
+
+def mutation_propose(
+    *,
+    kb: KnowledgeBase,
+    kind: str,
+    payload: dict[str, Any],
+    proposed_by: str,
+    justification: str = "",
+    run: Any = None,
+    turn: Any = None,
+    auto_approve: bool = False,
+) -> ProposedMutation:
+    """Queue a proposed change (pending), or refuse it now with the rule it breaks (kept as a finding)."""
+    violations = mutation_violations(kb=kb, kind=kind, payload=payload, proposed_by=proposed_by)
+    mutation = ProposedMutation.objects.create(
+        kb=kb,
+        run=run,
+        turn=turn,
+        proposed_by=proposed_by,
+        kind=kind,
+        payload=payload,
+        justification=justification,
+        status=MutationStatus.REFUSED if violations else MutationStatus.PENDING,
+        reason="; ".join(violations),
+    )
+    if auto_approve and not violations:
+        mutation_decide(
+            mutation=mutation, approve=True, user=None, reason="auto-approved by the run's settings"
+        )
+        mutation.refresh_from_db()
+    return mutation
+
+
+def mutation_decide(
+    *, mutation: ProposedMutation, approve: bool, user: Any, reason: str = ""
+) -> ProposedMutation:
+    """A moderator's decision: approve (then apply through the discipline) or reject with a reason."""
+    with transaction.atomic():
+        mutation = ProposedMutation.objects.select_for_update().get(pk=mutation.pk)
+        if mutation.status != MutationStatus.PENDING:
+            raise DisciplineViolation(f"This proposal is {mutation.status} already.")
+        mutation.decided_by = user if getattr(user, "is_authenticated", False) else None
+        mutation.decided_at = timezone.now()
+        if not approve:
+            if not reason.strip():
+                raise DisciplineViolation("Say why the proposal is rejected.")
+            mutation.status = MutationStatus.REJECTED
+            mutation.reason = reason.strip()
+            mutation.save()
+            return mutation
+        violations = mutation_violations(
+            kb=mutation.kb, kind=mutation.kind, payload=mutation.payload, proposed_by=mutation.proposed_by
+        )
+        if violations:  # the KB changed since it was proposed
+            mutation.status = MutationStatus.REFUSED
+            mutation.reason = "; ".join(violations)
+            mutation.save()
+            return mutation
+        mutation.revision = _apply(mutation)
+        mutation.status = MutationStatus.APPLIED
+        mutation.reason = reason.strip()
+        mutation.save()
+        return mutation
+
+
+def _next_id(existing: list[str], prefix: str) -> str:
+    numbers = [int(m[1]) for value in existing if (m := re.match(rf"^{prefix}-(\d+)$", value))]
+    return f"{prefix}-{max(numbers, default=0) + 1:03d}"
+
+
+def _turn_label(mutation: ProposedMutation) -> tuple[str, str]:
+    """('debate turn N' or 'moderator approval', what triggered it)."""
+    turn = mutation.turn
+    if turn is None:
+        return "outside a debate", f"proposal #{mutation.pk} by {mutation.proposed_by}"
+    number = turn.run.turns.filter(first_seq__lte=turn.first_seq).count()
+    return f"debate turn {number}", f"run {turn.run_id}, turn {turn.key} ({mutation.proposed_by})"
+
+
+def _apply(mutation: ProposedMutation) -> Revision:
+    kb = KnowledgeBase.objects.select_for_update().get(pk=mutation.kb_id)
+    payload = mutation.payload
+    handle = mutation.proposed_by
+    turn_label, triggered = _turn_label(mutation)
+    target, change = "", ""
+    if mutation.kind == "status-downgrade":
+        argument = kb.arguments.get(arg_id=payload["arg_id"])
+        target, change = argument.arg_id, f"status {argument.status} → {payload['to']}"
+        note = f"\n\n- Downgraded {argument.status} → {payload['to']} during debate ({turn_label}): {mutation.justification}"
+        argument.status = payload["to"]
+        argument.strength_assessment = (argument.strength_assessment + note).strip("\n")
+        argument.save(update_fields=["status", "strength_assessment"])
+    elif mutation.kind == "new-edge":
+        order = (kb.edges.order_by("-order").values_list("order", flat=True).first() or 0) + 1
+        Edge.objects.create(
+            kb=kb,
+            order=order,
+            src=payload["src"],
+            type=payload["type"],
+            target=payload["target"],
+            comment=payload.get("comment", ""),
+            created_during_run=mutation.run,
+        )
+        target, change = "kb/edges.md", f"{payload['src']} {payload['type']} {payload['target']}"
+    elif mutation.kind == "new-node":
+        arg_id = _next_id(list(kb.arguments.values_list("arg_id", flat=True)), "arg")
+        statement = str(payload["statement"]).strip()
+        Argument.objects.create(
+            kb=kb,
+            arg_id=arg_id,
+            slug=re.sub(r"[^a-z0-9]+", "-", str(payload.get("slug") or statement.lower()))[:60].strip("-"),
+            position=payload["position"],
+            layer=payload["layer"],
+            scope=payload.get("scope", "as stated in the debate"),
+            basis_type=payload.get("basis_type", "reasoning"),
+            status=payload.get("status", "contested"),
+            asserter=f"derived-during-debate-by-{handle}",
+            summary=payload.get("summary") or statement[:200],
+            title=statement,
+            statement=statement,
+            evidentiary_basis=payload.get("evidentiary_basis", ""),
+            traceback_notes=f"Created during a debate ({turn_label}).",
+            created_during_run=mutation.run,
+        )
+        if payload.get("refines"):
+            order = (kb.edges.order_by("-order").values_list("order", flat=True).first() or 0) + 1
+            Edge.objects.create(
+                kb=kb,
+                order=order,
+                src=arg_id,
+                type="refines",
+                target=payload["refines"],
+                created_during_run=mutation.run,
+            )
+        target, change = arg_id, f"new node {arg_id} at {payload.get('status', 'contested')}"
+    elif mutation.kind == "criticism-append":
+        source = kb.sources.get(path=payload["source"])
+        fields = [list(f) for f in source.fields]
+        entry = f"{payload['text']} ({turn_label}, {handle})"
+        for field in fields:
+            if field[0] == "Criticism":
+                field[1] = (field[1] + "\n  - " + entry) if field[1].strip() else entry
+                break
+        else:
+            fields.append(["Criticism", entry])
+        source.fields = fields
+        source.save(update_fields=["fields"])
+        target, change = source.path, "criticism appended"
+    elif mutation.kind == "traceback-append":
+        argument = kb.arguments.get(arg_id=payload["arg_id"])
+        argument.traceback_notes = (
+            argument.traceback_notes + f"\n\n- ({turn_label}, {handle}) {payload['text']}"
+        ).strip("\n")
+        argument.save(update_fields=["traceback_notes"])
+        target, change = argument.arg_id, "traceback notes appended"
+    else:  # contradiction-added
+        c_id = _next_id(list(kb.contradictions.values_list("c_id", flat=True)), "C")
+        Contradiction.objects.create(
+            kb=kb,
+            c_id=c_id,
+            title=payload["title"],
+            type=payload["type"],
+            status="open",
+            fields=[
+                ["Type", payload["type"]],
+                ["Involved arguments", ", ".join(payload.get("arguments", []))],
+                ["Involved sources", ", ".join(payload.get("sources", []))],
+                ["Description", payload.get("description", "")],
+                ["What would resolve it", payload.get("resolve", "")],
+                ["Status", "open"],
+            ],
+        )
+        target, change = "kb/contradictions.md", f"{c_id} added"
+    r_id = _next_id(list(kb.revisions.values_list("r_id", flat=True)), "R")
+    return Revision.objects.create(
+        kb=kb,
+        r_id=r_id,
+        heading=f"{timezone.now():%Y-%m-%d} — {handle}, {turn_label}",
+        type=REVISION_TYPES[mutation.kind],
+        target=target,
+        change=change,
+        justification=mutation.justification or "(none given)",
+        triggered_by=triggered,
+        run=mutation.run,
+        turn=mutation.turn,
+    )

@@ -1,0 +1,542 @@
+"""The seed-002 `kb/` directory (adversarial-research plugin): parse into plain data, with every problem named by
+file and line, and write it back. Index files are derived: ignored on import, rebuilt on export."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kb.formats.problems import Problem
+from kb.models import ARGUMENT_SECTIONS, BASIS_TYPES, CONTRADICTION_TYPES, EDGE_TYPES, LAYERS, STATUSES
+
+ARGUMENT_FIELDS = ["id", "slug", "position", "layer", "scope", "basis_type", "status", "asserter", "summary"]
+ENTITY_FIELDS = ["id", "slug", "name", "type", "summary"]
+ENTITY_TYPES = ["person", "organization", "study", "concept", "other"]
+ARG_ID = re.compile(r"^arg-\d{3,}$")
+ARG_FILE = re.compile(r"^(arg-\d{3,})-(.+)\.md$")
+POSITION = re.compile(r"^(pro-[a-z0-9-]+|con-[a-z0-9-]+|neutral|factual|meta)$")
+CONTRADICTION_STATUS = re.compile(r"^(open|resolved-by-arg-\d{3,}|unresolvable-given-current-corpus)$")
+BOLD_FIELD = re.compile(r"^- \*\*(?P<label>[^*]+?):?\*\*:?[ \t]?(?P<value>.*)$")
+INDEX_FILES = {"arguments/index.md", "sources/index.md", "entities/index.md"}
+STABLE_LINE = re.compile(r"stable", re.IGNORECASE)
+UNSTABLE = re.compile(
+    r"\b(unstable|not (yet )?(reached )?(a )?stable|still churning|not stable)\b", re.IGNORECASE
+)
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML without implicit timestamps: dates stay the strings the file wrote (JSON-storable, lossless)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()
+}
+
+
+@dataclass
+class ParsedArgument:
+    path: str
+    frontmatter: dict[str, Any]
+    title: str
+    sections: dict[str, str]
+    extra_sections: list[list[str]]
+
+
+@dataclass
+class ParsedSource:
+    path: str
+    frontmatter: dict[str, Any]
+    title: str
+    fields: list[list[str]]
+    body: str
+
+
+@dataclass
+class ParsedEntity:
+    path: str
+    frontmatter: dict[str, Any]
+    body: str
+
+
+@dataclass
+class ParsedEdge:
+    line: int
+    src: str
+    type: str
+    target: str
+    comment: str
+
+
+@dataclass
+class ParsedContradiction:
+    line: int
+    c_id: str
+    title: str
+    fields: list[list[str]]
+
+
+@dataclass
+class ParsedRevision:
+    r_id: str
+    heading: str
+    fields: dict[str, str]
+
+
+@dataclass
+class ParsedKB:
+    arguments: list[ParsedArgument] = field(default_factory=list)
+    sources: list[ParsedSource] = field(default_factory=list)
+    entities: list[ParsedEntity] = field(default_factory=list)
+    edges: list[ParsedEdge] = field(default_factory=list)
+    contradictions: list[ParsedContradiction] = field(default_factory=list)
+    revisions: list[ParsedRevision] = field(default_factory=list)
+    quality_summary: str = ""
+    stable_statement: str = ""
+    central_questions: list[tuple[str, list[str]]] = field(default_factory=list)
+    log: str = ""
+    problems: list[Problem] = field(default_factory=list)
+
+
+# --- reading -------------------------------------------------------------------------------------------------
+
+
+def kb_root(path: Path) -> Path:
+    """Accept the run directory (holding kb/) or the kb/ directory itself."""
+    if (path / "kb").is_dir():
+        return path / "kb"
+    return path
+
+
+def _split_frontmatter(
+    text: str, rel: str, problems: list[Problem]
+) -> tuple[dict[str, Any] | None, list[str], int]:
+    """(frontmatter, body lines, line number of the first body line)."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        problems.append(Problem(rel, 1, "no YAML frontmatter: the file must start with a '---' line"))
+        return None, lines, 1
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+    except StopIteration:
+        problems.append(Problem(rel, 1, "the YAML frontmatter is not closed by a '---' line"))
+        return None, lines, 1
+    raw = "\n".join(lines[1:end])
+    try:
+        data = yaml.load(raw, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+        line = mark.line + 2 if mark is not None else 1
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        problems.append(Problem(rel, line, f"unparsable YAML frontmatter: {problem}"))
+        return None, lines[end + 1 :], end + 2
+    if not isinstance(data, dict):
+        problems.append(Problem(rel, 2, "the YAML frontmatter must be a mapping of fields"))
+        return None, lines[end + 1 :], end + 2
+    return data, lines[end + 1 :], end + 2
+
+
+def _key_line(text: str, key: str) -> int:
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.startswith(f"{key}:"):
+            return number
+    return 1
+
+
+def _sections(body: list[str]) -> tuple[str, list[tuple[str, str]]]:
+    """(H1 title, [(H2 heading, text)]) with each text trimmed of surrounding blank lines."""
+    title = ""
+    sections: list[tuple[str, list[str]]] = []
+    for line in body:
+        if line.startswith("# ") and not sections and not title:
+            title = line[2:].strip()
+        elif line.startswith("## "):
+            sections.append((line[3:].strip(), []))
+        elif sections:
+            sections[-1][1].append(line)
+    return title, [(heading, "\n".join(lines).strip("\n")) for heading, lines in sections]
+
+
+def _bold_fields(lines: list[str]) -> tuple[list[list[str]], list[str]]:
+    """Bold-labelled bullets (with continuation lines) up to the first H2; returns (fields, remaining lines)."""
+    fields: list[list[str]] = []
+    for index, line in enumerate(lines):
+        if line.startswith("## "):
+            return fields, lines[index:]
+        match = BOLD_FIELD.match(line)
+        if match:
+            fields.append([match["label"].strip(), match["value"]])
+        elif fields and (line.strip() or fields[-1][1]):
+            fields[-1][1] += "\n" + line
+    return fields, []
+
+
+def _trim_fields(fields: list[list[str]]) -> list[list[str]]:
+    return [[label, value.strip("\n").rstrip()] for label, value in fields]
+
+
+def _parse_argument(rel: str, text: str, problems: list[Problem]) -> ParsedArgument | None:
+    before = len(problems)
+    data, body, _ = _split_frontmatter(text, rel, problems)
+    if data is None:
+        return None
+    fm_text = text.split("\n---", 1)[0]
+    for key in ARGUMENT_FIELDS:
+        if key not in data or data[key] in (None, ""):
+            problems.append(Problem(rel, 1, f"missing frontmatter field '{key}'"))
+    checks = [("status", STATUSES), ("layer", LAYERS), ("basis_type", BASIS_TYPES)]
+    for key, allowed in checks:
+        value = data.get(key)
+        if value not in (None, "") and value not in allowed:
+            problems.append(
+                Problem(
+                    rel, _key_line(fm_text, key), f"unknown {key} '{value}' (allowed: {', '.join(allowed)})"
+                )
+            )
+    position = data.get("position")
+    if position not in (None, "") and not POSITION.match(str(position)):
+        problems.append(
+            Problem(
+                rel,
+                _key_line(fm_text, "position"),
+                f"unknown position '{position}' (pro-X, con-X, neutral, factual, meta)",
+            )
+        )
+    arg_id = str(data.get("id", ""))
+    if arg_id and not ARG_ID.match(arg_id):
+        problems.append(Problem(rel, _key_line(fm_text, "id"), f"id '{arg_id}' is not of the form arg-NNN"))
+    match = ARG_FILE.match(Path(rel).name)
+    if not match:
+        problems.append(Problem(rel, 1, "argument file name must be arg-NNN-<slug>.md"))
+    elif arg_id and match[1] != arg_id:
+        problems.append(
+            Problem(
+                rel,
+                _key_line(fm_text, "id"),
+                f"id '{arg_id}' does not match the file name prefix '{match[1]}'",
+            )
+        )
+    if len(problems) > before:
+        return None
+    title, sections = _sections(body)
+    title = title.removeprefix("Argument:").strip()
+    known = {heading: name for name, heading in ARGUMENT_SECTIONS}
+    values: dict[str, str] = {}
+    extra: list[list[str]] = []
+    for heading, content in sections:
+        if heading in known and known[heading] not in values:
+            values[known[heading]] = content
+        else:
+            extra.append([heading, content])
+    return ParsedArgument(rel, {k: ("" if v is None else v) for k, v in data.items()}, title, values, extra)
+
+
+def _parse_source(rel: str, text: str, problems: list[Problem]) -> ParsedSource | None:
+    data, body, _ = _split_frontmatter(text, rel, problems)
+    if data is None:
+        return None
+    title = ""
+    rest = list(body)
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    if rest and rest[0].startswith("# "):
+        title = rest.pop(0)[2:].strip()
+    fields, after = _bold_fields(rest)
+    if not title:
+        title = str(data.get("title", ""))
+    if not title:
+        problems.append(Problem(rel, 1, "a source needs a title (frontmatter 'title' or an H1)"))
+        return None
+    return ParsedSource(rel, data, title, _trim_fields(fields), "\n".join(after).strip("\n"))
+
+
+def _parse_entity(rel: str, text: str, problems: list[Problem]) -> ParsedEntity | None:
+    before = len(problems)
+    data, body, _ = _split_frontmatter(text, rel, problems)
+    if data is None:
+        return None
+    for key in ENTITY_FIELDS:
+        if key not in data or data[key] in (None, ""):
+            problems.append(Problem(rel, 1, f"missing frontmatter field '{key}'"))
+    if data.get("type") and data["type"] not in ENTITY_TYPES:
+        problems.append(Problem(rel, _key_line(text, "type"), f"unknown entity type '{data['type']}'"))
+    if len(problems) > before:
+        return None
+    return ParsedEntity(rel, data, "\n".join(body).strip("\n"))
+
+
+def _parse_edges(rel: str, text: str, problems: list[Problem]) -> list[ParsedEdge]:
+    edges = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if (
+            not stripped
+            or stripped.startswith("#")
+            or stripped.startswith("<!--")
+            or not stripped.startswith("arg-")
+        ):
+            continue
+        parts = stripped.split(None, 3)
+        if len(parts) < 3:
+            problems.append(
+                Problem(rel, number, f"an edge needs 'source type target \"comment\"': {stripped!r}")
+            )
+            continue
+        src, kind, target = parts[:3]
+        comment = parts[3].strip() if len(parts) > 3 else ""
+        if len(comment) >= 2 and comment[0] == comment[-1] == '"':
+            comment = comment[1:-1]
+        if kind not in EDGE_TYPES:
+            problems.append(
+                Problem(rel, number, f"unknown edge type '{kind}' (allowed: {', '.join(EDGE_TYPES)})")
+            )
+            continue
+        edges.append(ParsedEdge(number, src, kind, target, comment))
+    return edges
+
+
+def _parse_contradictions(rel: str, text: str, problems: list[Problem]) -> list[ParsedContradiction]:
+    items: list[ParsedContradiction] = []
+    lines = text.split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("## ")]
+    for n, start in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(lines)
+        heading = lines[start][3:].strip()
+        match = re.match(r"^(C-\d{3,}):\s*(.*)$", heading)
+        if not match:
+            problems.append(
+                Problem(rel, start + 1, f"a contradiction heading must be '## C-NNN: <title>': {heading!r}")
+            )
+            continue
+        fields, _ = _bold_fields(lines[start + 1 : end])
+        fields = _trim_fields(fields)
+        values = dict(fields)
+        kind = values.get("Type", "")
+        if kind not in CONTRADICTION_TYPES:
+            problems.append(Problem(rel, start + 1, f"{match[1]}: unknown contradiction type '{kind}'"))
+        status = values.get("Status", "")
+        if not CONTRADICTION_STATUS.match(status):
+            problems.append(Problem(rel, start + 1, f"{match[1]}: unknown contradiction status '{status}'"))
+        items.append(ParsedContradiction(start + 1, match[1], match[2].strip(), fields))
+    return items
+
+
+def _parse_revisions(text: str) -> list[ParsedRevision]:
+    revisions = []
+    lines = text.split("\n")
+    starts = [i for i, line in enumerate(lines) if re.match(r"^## R-\d{3,}", line)]
+    for n, start in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(lines)
+        heading = lines[start][3:].strip()
+        r_id, _, rest = heading.partition(" ")
+        fields, _ = _bold_fields(lines[start + 1 : end])
+        revisions.append(ParsedRevision(r_id, rest.strip().lstrip("—").strip(), dict(_trim_fields(fields))))
+    return revisions
+
+
+def central_questions_parse(summary: str) -> list[tuple[str, list[str]]]:
+    """The items under a 'Central questions' heading, each with the arg ids it names."""
+    lines = summary.split("\n")
+    start = next(
+        (i for i, line in enumerate(lines) if line.startswith("#") and "central question" in line.lower()),
+        None,
+    )
+    if start is None:
+        return []
+    level = len(lines[start]) - len(lines[start].lstrip("#"))
+    items: list[list[str]] = []
+    for line in lines[start + 1 :]:
+        if line.startswith("#") and len(line) - len(line.lstrip("#")) <= level:
+            break
+        item = re.match(r"^\s{0,3}(?:[-*+]|\d+[.)])\s+(.*)$", line)
+        if item:
+            items.append([item[1]])
+        elif items and line.strip():
+            items[-1].append(line.strip())
+    questions = []
+    for parts in items:
+        text = " ".join(parts).strip()
+        ids = list(dict.fromkeys(re.findall(r"arg-\d{3,}", text)))
+        questions.append((text, ids))
+    return questions
+
+
+def stable_statement_find(summary: str) -> str:
+    """The line that says the graph reached a stable state ('' when none does, or it says the opposite)."""
+    for line in summary.split("\n"):
+        if (
+            STABLE_LINE.search(line)
+            and re.search(r"graph|pass", line, re.IGNORECASE)
+            and not UNSTABLE.search(line)
+        ):
+            return line.strip()
+    return ""
+
+
+def parse_directory(path: Path) -> ParsedKB:
+    root = kb_root(path)
+    parsed = ParsedKB()
+    problems = parsed.problems
+    if not root.is_dir():
+        problems.append(Problem(str(path), 1, "not a directory holding a seed-002 kb/"))
+        return parsed
+
+    def read(file: Path) -> str | None:
+        rel = "kb/" + file.relative_to(root).as_posix()
+        try:
+            return file.read_text(encoding="utf-8").replace("\r\n", "\n")
+        except UnicodeDecodeError as error:
+            problems.append(Problem(rel, 1, f"not UTF-8 text ({error.reason} at byte {error.start})"))
+            return None
+
+    def rel_of(file: Path) -> str:
+        return "kb/" + file.relative_to(root).as_posix()
+
+    for file in sorted((root / "arguments").glob("*.md")):
+        if file.relative_to(root).as_posix() in INDEX_FILES:
+            continue
+        text = read(file)
+        if text is not None and (argument := _parse_argument(rel_of(file), text, problems)):
+            parsed.arguments.append(argument)
+    for file in sorted((root / "sources").rglob("*.md")):
+        if file.relative_to(root).as_posix() in INDEX_FILES or file.name == "index.md":
+            continue
+        text = read(file)
+        if text is not None and (source := _parse_source(rel_of(file), text, problems)):
+            parsed.sources.append(source)
+    for file in sorted((root / "entities").glob("*.md")):
+        if file.name == "index.md":
+            continue
+        text = read(file)
+        if text is not None and (entity := _parse_entity(rel_of(file), text, problems)):
+            parsed.entities.append(entity)
+
+    edges_file = root / "edges.md"
+    if edges_file.exists() and (text := read(edges_file)) is not None:
+        parsed.edges = _parse_edges("kb/edges.md", text, problems)
+    contradictions_file = root / "contradictions.md"
+    if contradictions_file.exists() and (text := read(contradictions_file)) is not None:
+        parsed.contradictions = _parse_contradictions("kb/contradictions.md", text, problems)
+    summary_file = root / "quality-summary.md"
+    if not summary_file.exists():
+        problems.append(
+            Problem(
+                "kb/quality-summary.md",
+                1,
+                "missing quality summary: the debate needs its central questions and the stable-state statement",
+            )
+        )
+    elif (text := read(summary_file)) is not None:
+        parsed.quality_summary = text.strip("\n")
+        parsed.stable_statement = stable_statement_find(text)
+        parsed.central_questions = central_questions_parse(text)
+    if (root / "log.md").exists() and (text := read(root / "log.md")) is not None:
+        parsed.log = text.strip("\n")
+    if (root / "revisions.md").exists() and (text := read(root / "revisions.md")) is not None:
+        parsed.revisions = _parse_revisions(text)
+
+    _check_references(parsed)
+    return parsed
+
+
+def _check_references(parsed: ParsedKB) -> None:
+    problems = parsed.problems
+    seen: dict[str, str] = {}
+    for argument in parsed.arguments:
+        arg_id = str(argument.frontmatter["id"])
+        if arg_id in seen:
+            problems.append(Problem(argument.path, 2, f"duplicate id {arg_id} (also in {seen[arg_id]})"))
+        seen.setdefault(arg_id, argument.path)
+    sources = {s.path for s in parsed.sources}
+    for edge in parsed.edges:
+        if edge.src not in seen:
+            problems.append(Problem("kb/edges.md", edge.line, f"edge from missing argument {edge.src}"))
+        if edge.type == "derived-from-source":
+            if edge.target not in sources:
+                problems.append(Problem("kb/edges.md", edge.line, f"edge to missing source {edge.target}"))
+        elif edge.target not in seen:
+            problems.append(Problem("kb/edges.md", edge.line, f"edge to missing argument {edge.target}"))
+    for item in parsed.contradictions:
+        fields = dict(item.fields)
+        for arg_id in re.findall(r"arg-\d{3,}", fields.get("Involved arguments", "")):
+            if arg_id not in seen:
+                problems.append(
+                    Problem(
+                        "kb/contradictions.md", item.line, f"{item.c_id} involves missing argument {arg_id}"
+                    )
+                )
+
+
+# --- writing -------------------------------------------------------------------------------------------------
+
+
+def _frontmatter(data: dict[str, Any]) -> str:
+    dumped = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=10_000)
+    return f"---\n{dumped}---\n"
+
+
+def argument_text(
+    frontmatter: dict[str, Any], title: str, sections: dict[str, str], extra: list[list[str]]
+) -> str:
+    parts = [_frontmatter(frontmatter), f"# Argument: {title}\n"]
+    for name, heading in ARGUMENT_SECTIONS:
+        parts.append(f"## {heading}\n\n{sections.get(name, '')}\n".replace("\n\n\n", "\n\n"))
+    for heading, text in extra:
+        parts.append(f"## {heading}\n\n{text}\n".replace("\n\n\n", "\n\n"))
+    return "\n".join(parts)
+
+
+def fields_text(fields: list[list[str]]) -> str:
+    return "\n".join(f"- **{label}**: {value}" for label, value in fields)
+
+
+def source_text(frontmatter: dict[str, Any], title: str, fields: list[list[str]], body: str) -> str:
+    text = f"{_frontmatter(frontmatter)}\n# {title}\n\n{fields_text(fields)}\n"
+    if body:
+        text += f"\n{body}\n"
+    return text
+
+
+def entity_text(frontmatter: dict[str, Any], body: str) -> str:
+    return f"{_frontmatter(frontmatter)}\n{body}\n"
+
+
+def edges_text(edges: list[tuple[str, str, str, str]]) -> str:
+    width_src = max((len(e[0]) for e in edges), default=7)
+    width_type = max(len(t) for t in EDGE_TYPES)
+    width_target = max((len(e[2]) for e in edges), default=7)
+    lines = [
+        f'{src.ljust(width_src)}  {kind.ljust(width_type)}  {target.ljust(width_target)}  "{comment}"'
+        for src, kind, target, comment in edges
+    ]
+    return "# Edges\n\n" + "\n".join(lines) + "\n"
+
+
+def contradictions_text(items: list[tuple[str, str, list[list[str]]]]) -> str:
+    blocks = [f"## {c_id}: {title}\n\n{fields_text(fields)}\n" for c_id, title, fields in items]
+    return "# Contradictions\n\n" + "\n".join(blocks)
+
+
+def revisions_text(items: list[tuple[str, str, list[list[str]]]]) -> str:
+    blocks = [f"## {r_id} — {heading}\n\n{fields_text(fields)}\n" for r_id, heading, fields in items]
+    return "# KB Revisions Log\n\n" + "\n".join(blocks)
+
+
+def index_table(title: str, header: list[str], rows: list[list[str]]) -> str:
+    def cell(value: str) -> str:
+        return value.replace("|", "\\|").replace("\n", " ")
+
+    lines = [
+        f"# {title}",
+        "",
+        "<!-- Derived from the node files by Disputa; edits here are overwritten. -->",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
