@@ -40,22 +40,80 @@ XSS_CORPUS = [
     "<input autofocus onfocus=alert(1)>",
     "<video><source onerror=alert(1)></video>",
 ]
-SAFE_TAGS = ALLOWED_TAGS | {"article", "div", "span", "header", "cite"}  # the page's own wrappers
+FRAGMENT_TAGS = ALLOWED_TAGS | {"article", "div", "span", "header", "cite"}  # wrappers of a rendered turn
+# A whole page's own markup around the sanitised text.
+PAGE_TAGS = FRAGMENT_TAGS | {
+    "article",
+    "div",
+    "span",
+    "header",
+    "cite",
+    "html",
+    "head",
+    "meta",
+    "title",
+    "link",
+    "script",
+    "body",
+    "nav",
+    "main",
+    "section",
+    "form",
+    "input",
+    "button",
+    "label",
+    "select",
+    "option",
+    "h1",
+    "h2",
+    "h3",
+    "small",
+    "details",
+    "summary",
+    "aside",
+    "noscript",
+    "progress",
+    "time",
+    "dl",
+    "dt",
+    "dd",
+}
+# htmx attributes the page itself uses; sanitised text never carries any (nh3 drops them).
+PAGE_HTMX = {
+    "hx-swap-oob",
+    "hx-headers",
+    "hx-get",
+    "hx-post",
+    "hx-target",
+    "hx-swap",
+    "hx-trigger",
+    "hx-ext",
+    "hx-vals",
+}
+OWN_SCRIPTS = re.compile(r"^/static/(vendor|disputa)/[\w.-]+\.js$")
 SAFE_URL = re.compile(r"^(https?:|mailto:|#|/)", re.IGNORECASE)
 
 
 class _ExecutableFinder(HTMLParser):
     """Collects what a browser could execute: unknown tags, event handlers, htmx attributes, script URLs."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, page: bool) -> None:
         super().__init__()
+        self.page = page
         self.found: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag not in SAFE_TAGS:
+        attributes = dict(attrs)
+        if tag not in (PAGE_TAGS if self.page else FRAGMENT_TAGS):
             self.found.append(f"<{tag}>")
+        if tag == "script" and not (
+            OWN_SCRIPTS.match(attributes.get("src") or "") or attributes.get("type") == "application/json"
+        ):
+            self.found.append(f"<script {attributes}>")
         for name, value in attrs:
-            if name.startswith("on") or (name.startswith("hx-") and name != "hx-swap-oob"):
+            if name.startswith("on") or (
+                name.startswith("hx-") and not (self.page and name in PAGE_HTMX) and name != "hx-swap-oob"
+            ):
                 self.found.append(f"{tag}[{name}]")
             if (
                 name in {"href", "src", "action", "formaction"}
@@ -65,8 +123,9 @@ class _ExecutableFinder(HTMLParser):
                 self.found.append(f"{tag}[{name}={value}]")
 
 
-def executable_parts(html: str) -> list[str]:
-    finder = _ExecutableFinder()
+def executable_parts(html: str, *, page: bool = False) -> list[str]:
+    """What could execute in `html`; `page=True` allows the page's own tags, scripts and htmx attributes."""
+    finder = _ExecutableFinder(page=page)
     finder.feed(html)
     return finder.found
 
