@@ -79,6 +79,7 @@ def turn_card(turn: Turn, protocol: str, names: dict[str, str] | None = None) ->
         "duration": duration,
         "streaming": streaming,
         "names": names or {},
+        "citations": turn.citations,
     }
 
 
