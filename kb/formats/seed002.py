@@ -45,6 +45,7 @@ class ParsedArgument:
     title: str
     sections: dict[str, str]
     extra_sections: list[list[str]]
+    id_line: int = 2
 
 
 @dataclass
@@ -100,6 +101,8 @@ class ParsedKB:
     central_questions: list[tuple[str, list[str]]] = field(default_factory=list)
     log: str = ""
     problems: list[Problem] = field(default_factory=list)
+    # Ids of argument files that had problems: edges to them are not reported again as "missing".
+    flawed_ids: set[str] = field(default_factory=set)
 
 
 # --- reading -------------------------------------------------------------------------------------------------
@@ -179,7 +182,9 @@ def _trim_fields(fields: list[list[str]]) -> list[list[str]]:
     return [[label, value.strip("\n").rstrip()] for label, value in fields]
 
 
-def _parse_argument(rel: str, text: str, problems: list[Problem]) -> ParsedArgument | None:
+def _parse_argument(
+    rel: str, text: str, problems: list[Problem], flawed_ids: set[str]
+) -> ParsedArgument | None:
     before = len(problems)
     data, body, _ = _split_frontmatter(text, rel, problems)
     if data is None:
@@ -221,6 +226,7 @@ def _parse_argument(rel: str, text: str, problems: list[Problem]) -> ParsedArgum
             )
         )
     if len(problems) > before:
+        flawed_ids.add(arg_id)
         return None
     title, sections = _sections(body)
     title = title.removeprefix("Argument:").strip()
@@ -232,7 +238,14 @@ def _parse_argument(rel: str, text: str, problems: list[Problem]) -> ParsedArgum
             values[known[heading]] = content
         else:
             extra.append([heading, content])
-    return ParsedArgument(rel, {k: ("" if v is None else v) for k, v in data.items()}, title, values, extra)
+    return ParsedArgument(
+        rel,
+        {k: ("" if v is None else v) for k, v in data.items()},
+        title,
+        values,
+        extra,
+        _key_line(fm_text, "id"),
+    )
 
 
 def _parse_source(rel: str, text: str, problems: list[Problem]) -> ParsedSource | None:
@@ -400,7 +413,9 @@ def parse_directory(path: Path) -> ParsedKB:
         if file.relative_to(root).as_posix() in INDEX_FILES:
             continue
         text = read(file)
-        if text is not None and (argument := _parse_argument(rel_of(file), text, problems)):
+        if text is not None and (
+            argument := _parse_argument(rel_of(file), text, problems, parsed.flawed_ids)
+        ):
             parsed.arguments.append(argument)
     for file in sorted((root / "sources").rglob("*.md")):
         if file.relative_to(root).as_posix() in INDEX_FILES or file.name == "index.md":
@@ -449,21 +464,24 @@ def _check_references(parsed: ParsedKB) -> None:
     for argument in parsed.arguments:
         arg_id = str(argument.frontmatter["id"])
         if arg_id in seen:
-            problems.append(Problem(argument.path, 2, f"duplicate id {arg_id} (also in {seen[arg_id]})"))
+            problems.append(
+                Problem(argument.path, argument.id_line, f"duplicate id {arg_id} (also in {seen[arg_id]})")
+            )
         seen.setdefault(arg_id, argument.path)
     sources = {s.path for s in parsed.sources}
+    known = set(seen) | parsed.flawed_ids
     for edge in parsed.edges:
-        if edge.src not in seen:
+        if edge.src not in known:
             problems.append(Problem("kb/edges.md", edge.line, f"edge from missing argument {edge.src}"))
         if edge.type == "derived-from-source":
             if edge.target not in sources:
                 problems.append(Problem("kb/edges.md", edge.line, f"edge to missing source {edge.target}"))
-        elif edge.target not in seen:
+        elif edge.target not in known:
             problems.append(Problem("kb/edges.md", edge.line, f"edge to missing argument {edge.target}"))
     for item in parsed.contradictions:
         fields = dict(item.fields)
         for arg_id in re.findall(r"arg-\d{3,}", fields.get("Involved arguments", "")):
-            if arg_id not in seen:
+            if arg_id not in known:
                 problems.append(
                     Problem(
                         "kb/contradictions.md", item.line, f"{item.c_id} involves missing argument {arg_id}"
