@@ -41,7 +41,8 @@ def _unique_slug(base: str) -> str:
 def _title_from(parsed: seed002.ParsedKB, fallback: str) -> str:
     for line in parsed.quality_summary.split("\n"):
         if line.startswith("# "):
-            return line[2:].strip()
+            title = re.sub(r"^(kb\s+)?quality\s+summary\s*[:—–-]?\s*", "", line[2:].strip(), flags=re.IGNORECASE)
+            return title or fallback
     return fallback
 
 

@@ -10,6 +10,15 @@
     var data = document.getElementById("kb-graph-data");
     if (!box || !data || typeof cytoscape === "undefined") return;
     var graph = JSON.parse(data.textContent);
+    // Cytoscape injects a <style> element (`.__________cytoscape_container { position: relative; }`) unless an
+    // element with its id is already in the document; the CSP refuses inline styles, so the browser blocked it
+    // and logged a violation. Claim the id with an inert element and apply the one rule through the CSSOM.
+    if (!document.getElementById("__________cytoscape_stylesheet")) {
+      var marker = document.createElement("meta");
+      marker.id = "__________cytoscape_stylesheet";
+      document.head.appendChild(marker);
+    }
+    if (window.getComputedStyle(box).position === "static") box.style.position = "relative";
     var cy = cytoscape({
       container: box,
       elements: graph.nodes.concat(graph.edges),
