@@ -117,10 +117,11 @@ def kb_confirm_stable(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 @login_required
 def inbox(request: HttpRequest) -> HttpResponse:
+    mutations = selectors.inbox()
     return render(
         request,
         "kb/inbox.html",
-        {**selectors.inbox(), "can_moderate": user_can_moderate(request.user)},
+        {**mutations, "pending_count": mutations["pending"].count(), "can_moderate": user_can_moderate(request.user)},
     )
 
 
@@ -139,5 +140,13 @@ def mutation_decide_view(request: HttpRequest, mutation_id: int) -> HttpResponse
         error = str(violation)
     context = {"mutation": mutation, "error": error, "can_moderate": True}
     if getattr(request, "htmx", False):
-        return render(request, "kb/inbox.html#mutation", context)
+        # The decided card in place, and the pending count out of band.
+        card = render(request, "kb/inbox.html#mutation", context)
+        count = render(
+            request,
+            "kb/inbox.html#pending-count",
+            {"pending_count": selectors.inbox()["pending"].count(), "oob": True},
+        )
+        card.content += count.content
+        return card
     return redirect(request.POST.get("next") or "kb-inbox")
