@@ -184,7 +184,10 @@ def run_decide(run_id: int, owner: str) -> Decision:
                 )
             )
         # Claim every turn of the stage in this same transaction, so they all start streaming together.
-        claims = [_turn_claim(run_id, step) for step in runnable]
+        seats = {seat.handle: seat for seat in Seat.objects.filter(run_id=run_id)}
+        claims = [
+            _turn_claim(run_id, step, seats[step.seat], fresh=step.key not in view.turns) for step in runnable
+        ]
         seqs += [c.seq for c in claims if c is not None]
         return Decision("steps", steps=runnable, claims=claims, view=view, run=run, seqs=seqs)
 
@@ -192,15 +195,17 @@ def run_decide(run_id: int, owner: str) -> Decision:
 # --- turns -----------------------------------------------------------------------------------------------------
 
 
-def _turn_claim(run_id: int, step: Step) -> ClaimedTurn | None:
-    """Create the turn (attempt 1) or start a new attempt of an interrupted one; None if already finished."""
+def _turn_claim(run_id: int, step: Step, seat: Seat, *, fresh: bool) -> ClaimedTurn | None:
+    """Create the turn (attempt 1) or start a new attempt of an interrupted one; None if already finished.
+    `fresh`: the plan's view (read in this transaction) has no such turn, so there is nothing to look up."""
     now = timezone.now()
-    seat = Seat.objects.get(run_id=run_id, handle=step.seat)
-    turn = Turn.objects.select_for_update().filter(run_id=run_id, key=step.key).first()
+    turn = None if fresh else Turn.objects.select_for_update().filter(run_id=run_id, key=step.key).first()
     if turn is not None and turn.status != TurnStatus.STREAMING:
         return None
     if turn is None:
+        seq = event_append(run_id=run_id, kind="turn_started", payload={"key": step.key, "attempt": 1})
         turn = Turn.objects.create(
+            first_seq=seq,
             run_id=run_id,
             key=step.key,
             seat=seat,
@@ -212,9 +217,6 @@ def _turn_claim(run_id: int, step: Step) -> ClaimedTurn | None:
             backend="human" if seat.human else seat.backend,
             model=seat.model,
         )
-        seq = event_append(run_id=run_id, kind="turn_started", payload={"key": step.key, "attempt": 1})
-        turn.first_seq = seq
-        turn.save(update_fields=["first_seq"])
     else:
         if turn.attempt >= MAX_TOTAL_ATTEMPTS:
             turn.status = TurnStatus.FAILED
@@ -514,18 +516,17 @@ class Runner:
         names = {handle: seat.name for handle, seat in request.view.seats.items()}
         text = ""
         first_token_at = None
-        flushed_len = 0
         last_flush = time.monotonic()
         result: Result | None = None
         crash_point("before_first_token")
 
         async def flush() -> None:
-            nonlocal flushed_len, last_flush
+            nonlocal last_flush
             # Off the runner's database thread: partial saves of parallel turns must not queue behind commits.
             await database_sync_to_async(turn_flush, thread_sensitive=False)(
                 claimed.turn_id, attempt, text, first_token_at
             )
-            flushed_len, last_flush = len(text), time.monotonic()
+            last_flush = time.monotonic()
             if layer is not None:
                 html = turn_live_frame(
                     key=request.step.key,
@@ -552,8 +553,7 @@ class Runner:
                 result = item
         if result is None:
             raise BackendError("The backend ended the stream without a result.")
-        if len(text) != flushed_len:
-            await flush()
+        # No final flush: the commit saves the whole text and its event re-renders the finished turn.
         return result
 
 

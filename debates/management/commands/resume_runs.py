@@ -32,7 +32,9 @@ class Command(BaseCommand):
         while True:
             ready, next_expiry = await database_sync_to_async(runs_resumable)()
             for run_id in ready:
-                if run_id not in running:
+                # Again if our earlier attempt ended while the run is still due (we lost the lease race to a
+                # runner that has since died): otherwise nobody here would ever take it over.
+                if run_id not in running or running[run_id].done():
                     running[run_id] = asyncio.create_task(run_execute(run_id, lease_wait=0))
             if once or (next_expiry is None and not ready):
                 break
