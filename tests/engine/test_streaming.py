@@ -55,7 +55,7 @@ def test_each_flush_saves_the_partial_text_and_renders_parsed_fields(make_run, m
     frames = [html for _, html in layer.deltas[analysis.first_seq]]
     # Partial saves grow towards the committed text (the commit itself saves the whole of it).
     partials = [text for text in saved if analysis.raw_text.startswith(text)]
-    assert len(partials) >= 2 and len(partials[-1]) < len(analysis.raw_text)
+    assert len(partials) >= 2 and len(partials[0]) < len(analysis.raw_text)
     assert all(len(a) <= len(b) for a, b in zip(partials, partials[1:], strict=False))
     # An early frame already shows the summary as text, not as raw JSON.
     first_with_summary = next(html for html in frames if 'class="summary"' in html)
