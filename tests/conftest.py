@@ -24,6 +24,19 @@ MATERIAL = (
     "five pounds a day. Congestion in central London drifted back towards earlier levels by 2007. Critics argue "
     "that a flat charge is regressive for poorer drivers. Singapore has priced road use since 1975."
 )
+# The turns of a complete cross-examination with the three ANALYSTS below.
+EXPECTED_KEYS = frozenset(
+    {
+        "r1/analysis/analyst-ada",
+        "r1/analysis/analyst-bo",
+        "r1/analysis/analyst-cy",
+        "r2/questions/examiner",
+        "r3/answers/analyst-ada",
+        "r3/answers/analyst-bo",
+        "r3/answers/analyst-cy",
+        "r4/assessment/examiner",
+    }
+)
 ANALYSTS = [
     {"name": "Ada", "lens": "economics"},
     {"name": "Bo", "lens": "equity"},

@@ -528,17 +528,28 @@ class Runner:
             )
             last_flush = time.monotonic()
             if layer is not None:
-                html = turn_live_frame(
-                    key=request.step.key,
-                    task=request.step.task,
-                    protocol=request.protocol,
-                    text=text,
-                    names=names,
-                )
-                await layer.group_send(
-                    run_group(self.run_id),
-                    {"type": "turn.delta", "first_seq": claimed.first_seq, "attempt": attempt, "html": html},
-                )
+                try:
+                    html = turn_live_frame(
+                        key=request.step.key,
+                        task=request.step.task,
+                        protocol=request.protocol,
+                        text=text,
+                        names=names,
+                    )
+                except Exception:  # a live preview must never fail the debate; the commit renders the turn
+                    log.exception(
+                        "run %s: rendering the live frame of %s failed", self.run_id, request.step.key
+                    )
+                else:
+                    await layer.group_send(
+                        run_group(self.run_id),
+                        {
+                            "type": "turn.delta",
+                            "first_seq": claimed.first_seq,
+                            "attempt": attempt,
+                            "html": html,
+                        },
+                    )
             crash_point("mid_stream")
 
         backend = backend_get(claimed.seat.backend)

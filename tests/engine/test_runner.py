@@ -7,18 +7,7 @@ from collections import Counter
 import pytest
 
 from debates.models import Run, RunEvent, Turn
-from tests.conftest import run_to_stop
-
-EXPECTED_KEYS = {
-    "r1/analysis/analyst-ada",
-    "r1/analysis/analyst-bo",
-    "r1/analysis/analyst-cy",
-    "r2/questions/examiner",
-    "r3/answers/analyst-ada",
-    "r3/answers/analyst-bo",
-    "r3/answers/analyst-cy",
-    "r4/assessment/examiner",
-}
+from tests.conftest import EXPECTED_KEYS, run_to_stop
 
 
 @pytest.mark.django_db(transaction=True)
