@@ -41,7 +41,9 @@ def _unique_slug(base: str) -> str:
 def _title_from(parsed: seed002.ParsedKB, fallback: str) -> str:
     for line in parsed.quality_summary.split("\n"):
         if line.startswith("# "):
-            title = re.sub(r"^(kb\s+)?quality\s+summary\s*[:—–-]?\s*", "", line[2:].strip(), flags=re.IGNORECASE)
+            title = re.sub(
+                r"^(kb\s+)?quality\s+summary\s*[:—–-]?\s*", "", line[2:].strip(), flags=re.IGNORECASE
+            )
             return title or fallback
     return fallback
 

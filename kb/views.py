@@ -121,7 +121,11 @@ def inbox(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "kb/inbox.html",
-        {**mutations, "pending_count": mutations["pending"].count(), "can_moderate": user_can_moderate(request.user)},
+        {
+            **mutations,
+            "pending_count": mutations["pending"].count(),
+            "can_moderate": user_can_moderate(request.user),
+        },
     )
 
 
