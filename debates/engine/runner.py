@@ -5,6 +5,7 @@ human wait, a pause, a cancel or Done. A crash loses at most the turns in flight
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -40,6 +41,7 @@ RUNNABLE_STATUSES = [RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED, RunS
 MAX_TOTAL_ATTEMPTS = 25
 
 Observer = Callable[[str, dict[str, Any]], None]
+PUBLISH_DELAY_SECONDS = 0.02
 
 
 class LeaseLost(Exception):
@@ -340,6 +342,7 @@ class Runner:
         self.cancel_seen = False
         self._step_tasks: set[asyncio.Task[None]] = set()
         self._outbox: asyncio.Queue[int | None] = asyncio.Queue()
+        self._closing = asyncio.Event()
 
     async def _publish(self, seqs: list[int | None]) -> None:
         """Queue committed events for the publisher: rendering frames stays off the runner's critical path."""
@@ -352,6 +355,10 @@ class Runner:
         done = False
         while not done:
             batch = [await self._outbox.get()]
+            # Let the runner start what it just decided before rendering competes with it for the interpreter;
+            # a burst (a stage's turn_started events) then becomes one batch. No wait once the runner stops.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), PUBLISH_DELAY_SECONDS)
             while not self._outbox.empty():
                 batch.append(self._outbox.get_nowait())
             done = None in batch
@@ -389,6 +396,7 @@ class Runner:
             return "failed"
         finally:
             watcher.cancel()
+            self._closing.set()
             self._outbox.put_nowait(None)
             await publisher
             await database_sync_to_async(lease_release)(self.run_id, self.owner)
