@@ -17,7 +17,7 @@ SQLITE = [
 SQLITE_DROP = ["DROP TRIGGER kb_argument_statement_is_never_rewritten", "DROP TRIGGER kb_snapshot_is_never_written"]
 POSTGRES = [
     """CREATE FUNCTION kb_refuse_rewrite() RETURNS trigger AS $$
-       BEGIN RAISE EXCEPTION 'kb discipline: %', TG_ARGV[0]; END; $$ LANGUAGE plpgsql""",
+       BEGIN RAISE EXCEPTION USING MESSAGE = 'kb discipline: ' || TG_ARGV[0]; END; $$ LANGUAGE plpgsql""",
     """CREATE TRIGGER kb_argument_statement_is_never_rewritten BEFORE UPDATE OF statement ON kb_argument
        FOR EACH ROW WHEN (OLD.statement IS DISTINCT FROM NEW.statement)
        EXECUTE FUNCTION kb_refuse_rewrite('a Statement is never rewritten')""",
