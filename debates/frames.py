@@ -81,7 +81,7 @@ def replay_frames(run_id: int, after_seq: int, user: Any) -> tuple[str, int]:
         return "", after_seq
     parts, panels = [], False
     for event in events:
-        html, event_panels = event_frame(event)
+        html, event_panels = event_frame(event, with_status=event is events[-1])
         parts.append(html)
         panels = panels or event_panels
     if panels:

@@ -17,6 +17,7 @@ from django.utils.text import slugify
 from kb.formats import seed002, seed004
 from kb.formats.problems import ImportRefused, Problem
 from kb.models import (
+    ARGUMENT_SECTIONS,
     Argument,
     CentralQuestion,
     Contradiction,
@@ -217,16 +218,10 @@ def argument_frontmatter(argument: Argument) -> dict[str, Any]:
 
 
 def argument_file(argument: Argument) -> str:
-    sections = {name: getattr(argument, name) for name, _ in seed002_sections()}
+    sections = {name: getattr(argument, name) for name, _ in ARGUMENT_SECTIONS}
     return seed002.argument_text(
         argument_frontmatter(argument), argument.title, sections, argument.extra_sections
     )
-
-
-def seed002_sections() -> list[tuple[str, str]]:
-    from kb.models import ARGUMENT_SECTIONS
-
-    return ARGUMENT_SECTIONS
 
 
 def kb_files(kb: KnowledgeBase) -> dict[str, str]:

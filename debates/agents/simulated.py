@@ -56,6 +56,12 @@ CLAIM_FRAMES = (
     "Most importantly, {s_lower}",
 )
 NO_MATERIAL_SOURCE = "general knowledge (no material supplied)"
+
+
+def _evidence_source(request: AgentRequest) -> str:
+    return "material" if request.view.material.strip() else NO_MATERIAL_SOURCE
+
+
 GAPS = (
     "The claim rests on one quoted sentence; nothing in the material measures how large or how lasting the "
     "effect is.",
@@ -73,7 +79,7 @@ QUESTIONS = (
 def _analysis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     context = request.step.context
     sentences = material_sentences(request.view.material)
-    source = "material" if request.view.material.strip() else NO_MATERIAL_SOURCE
+    source = _evidence_source(request)
     count = min(len(sentences), rng.randint(3, 4))
     picked = rng.sample(range(len(sentences)), count)
     claims: list[dict[str, Any]] = []
@@ -153,7 +159,7 @@ def _answers(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
                     "evidence": [
                         {
                             "quote": new,
-                            "source": "material" if request.view.material.strip() else NO_MATERIAL_SOURCE,
+                            "source": _evidence_source(request),
                         }
                     ],
                     "revised_position": "",
