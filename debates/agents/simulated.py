@@ -229,19 +229,23 @@ def _chunks(rng: random.Random, text: str) -> list[str]:
     return chunks
 
 
+def simulated_payload(request: AgentRequest) -> dict[str, Any]:
+    """The simulated agent's answer to a step: deterministic for (run seed, step key)."""
+    generator = GENERATORS.get((request.protocol, request.step.task))
+    if generator is None:
+        raise BackendError(
+            f"The simulated backend cannot play {request.protocol}/{request.step.task}.", retryable=False
+        )
+    return generator(random.Random(f"{request.view.seed}:{request.step.key}"), request)
+
+
 class SimulatedBackend:
     name = "simulated"
     label = "simulated"
 
     async def stream(self, request: AgentRequest) -> AsyncIterator[Delta | Result]:
         step = request.step
-        generator = GENERATORS.get((request.protocol, step.task))
-        if generator is None:
-            raise BackendError(
-                f"The simulated backend cannot play {request.protocol}/{step.task}.", retryable=False
-            )
-        rng = random.Random(f"{request.view.seed}:{step.key}")
-        payload = generator(rng, request)
+        payload = simulated_payload(request)
         text = json.dumps(payload, ensure_ascii=False)
         options: Mapping[str, Any] = request.options
         cps = float(options.get("cps", settings.DISPUTA["SIMULATED_CHARS_PER_SECOND"]))
@@ -256,7 +260,7 @@ class SimulatedBackend:
         if ttft:
             await asyncio.sleep(ttft)
         sent = 0
-        for chunk in _chunks(rng, text):
+        for chunk in _chunks(random.Random(f"{request.view.seed}:{step.key}:chunks"), text):
             if 0 <= fail_at <= sent:
                 raise BackendError("Simulated mid-stream failure (configured in the run's backend options).")
             if cps > 0:
