@@ -66,7 +66,26 @@ class RunForm(forms.Form):
         choices=[(2, "2"), (3, "3")], coerce=int, initial=3, label="Questions per analyst"
     )
     backend = forms.ChoiceField(widget=forms.RadioSelect, initial="simulated")
-    model = forms.CharField(max_length=100, required=False, initial="simulated")
+    model = forms.ChoiceField(
+        initial="simulated",
+        help_text="For every seat, unless the seat is named below. Leaving 'simulated' with a real backend picks "
+        "that backend's default model.",
+    )
+    seat_models = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        label="Model per seat (optional)",
+        help_text="One per line: 'seat: model', e.g. 'examiner: claude-opus-5-5'. Seats: analyst-<name>, examiner.",
+    )
+    budget_usd = forms.DecimalField(
+        min_value=0,
+        max_digits=10,
+        decimal_places=4,
+        required=False,
+        label="Budget (USD)",
+        help_text="The run stops before any call that could take it past this; blank = no limit.",
+    )
+    budget_tokens = forms.IntegerField(min_value=0, required=False, label="Budget (tokens)")
     seed = forms.IntegerField(
         min_value=0, max_value=2**31, required=False, help_text="Same seed, same debate."
     )
@@ -90,6 +109,9 @@ class RunForm(forms.Form):
         self.fields["protocol"].choices = [(p.name, p.title) for p in registry.all_protocols()]  # type: ignore[attr-defined]
         self.backends = backend_choices()
         self.fields["backend"].choices = [(b["name"], b["label"]) for b in self.backends]  # type: ignore[attr-defined]
+        self.fields["model"].choices = [  # type: ignore[attr-defined]
+            (b["label"], list(b["models"])) for b in self.backends if b["models"]
+        ]
 
     def clean_analysts(self) -> list[dict[str, str]]:
         analysts = parse_analysts(self.cleaned_data["analysts"])
@@ -103,6 +125,31 @@ class RunForm(forms.Form):
         if backend["disabled_reason"]:
             raise forms.ValidationError(f"{backend['label']} cannot be used: {backend['disabled_reason']}")
         return name
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        backend = next((b for b in self.backends if b["name"] == data.get("backend")), None)
+        if backend is None:
+            return data
+        offered = [model for model, _ in backend["models"]]
+        if data.get("model") not in offered:
+            if data.get("model") == "simulated" and offered:
+                data["model"] = offered[0]
+            else:
+                self.add_error("model", f"{backend['label']} does not offer {data.get('model')!r}.")
+        seat_models: dict[str, str] = {}
+        for number, line in enumerate((data.get("seat_models") or "").splitlines(), start=1):
+            if not line.strip():
+                continue
+            handle, _, model = (part.strip() for part in line.partition(":"))
+            if not handle or not model:
+                self.add_error("seat_models", f"Line {number}: write 'seat: model'.")
+            elif model not in offered:
+                self.add_error("seat_models", f"Line {number}: {backend['label']} does not offer {model!r}.")
+            else:
+                seat_models[handle] = model
+        data["seat_models"] = seat_models
+        return data
 
     def clean_seed(self) -> int:
         seed = self.cleaned_data.get("seed")
@@ -134,4 +181,15 @@ class RunForm(forms.Form):
             "model": data["model"] or "simulated",
             "seed": data["seed"],
             "backend_options": options if data["backend"] == "simulated" else {},
+            "seat_models": data["seat_models"],
+            "budget_usd": data.get("budget_usd"),
+            "budget_tokens": data.get("budget_tokens"),
         }
+
+
+class BudgetForm(forms.Form):
+    budget_usd = forms.DecimalField(min_value=0, max_digits=10, decimal_places=4, required=False)
+    budget_tokens = forms.IntegerField(min_value=0, required=False)
+
+    def error_list(self) -> list[str]:
+        return [f"{field}: {' '.join(str(e) for e in errors)}" for field, errors in self.errors.items()]

@@ -28,7 +28,7 @@ def turn_live_frame(
 
 def status_frame(run: Run) -> str:
     return _partial("run-status", {**selectors.run_status_context(run), "oob": True}) + _partial(
-        "cost", {"run": run, "oob": True}
+        "cost", {**selectors.cost_context(run), "oob": True}
     )
 
 

@@ -68,8 +68,25 @@ class Run(UsageFields):
     status_reason = models.TextField(blank=True)
     outcome = models.JSONField(null=True, blank=True)
 
+    # Checked before every model call: a call that could take the run past either limit is not made, and the run
+    # pauses with `budget_stopped` set until a moderator raises the budget.
     budget_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
     budget_tokens = models.BigIntegerField(null=True, blank=True)
+    budget_stopped = models.BooleanField(default=False)
+    # The cost estimate made at creation, and the consent it needed (seed 001's cost gate).
+    estimate_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    estimate = models.JSONField(null=True, blank=True)
+    consent = models.CharField(
+        max_length=10,
+        choices=[
+            ("", "not needed"),
+            ("required", "waiting for consent"),
+            ("approved", "approved by a moderator"),
+            ("auto", "approved automatically (under the threshold)"),
+        ],
+        blank=True,
+        default="",
+    )
 
     # Control fields written by human actions and read by the runner between steps.
     pause_requested = models.BooleanField(default=False)
@@ -200,6 +217,8 @@ class HumanActionKind(models.TextChoices):
     STEP = "step"
     CANCEL = "cancel"
     SUBMIT_TURN = "submit_turn"
+    CONSENT = "consent"
+    BUDGET = "budget"
 
 
 class HumanAction(models.Model):

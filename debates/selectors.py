@@ -6,7 +6,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.conf import settings
+from django.db.models import Count, Q, QuerySet, Sum
 from pydantic_core import from_json
 
 from debates.engine.view import run_view_load
@@ -72,6 +73,8 @@ def turn_card(turn: Turn, protocol: str, names: dict[str, str] | None = None) ->
         "model": turn.model,
         "input_tokens": turn.input_tokens,
         "output_tokens": turn.output_tokens,
+        "cache_read_tokens": turn.cache_read_tokens,
+        "cache_write_tokens": turn.cache_write_tokens,
         "cost_usd": turn.cost_usd,
         "error": turn.error,
         "data": data if isinstance(data, dict) else {},
@@ -188,4 +191,42 @@ def moderator_context(
         "can_resume": not terminal and run.pause_requested,
         "can_step": not terminal and run.pause_requested and run.status == RunStatus.PAUSED,
         "can_cancel": not terminal,
+    }
+
+
+USAGE_COLUMNS = (
+    "input_tokens",
+    "cache_write_tokens",
+    "cache_read_tokens",
+    "output_tokens",
+    "thinking_tokens",
+)
+
+
+def cost_context(run: Run) -> dict[str, Any]:
+    """Usage and cost per seat and for the run, the budget and how much of it is used, the estimate, and the
+    date the price table was read."""
+    seats = list(
+        Turn.objects.filter(run=run, human=False)
+        .values("seat__handle", "seat__name", "seat__model")
+        .annotate(turns=Count("id"), cost=Sum("cost_usd"), **{c: Sum(c) for c in USAGE_COLUMNS})
+        .order_by("seat__position")
+    )
+    turn_cost = sum((row["cost"] for row in seats), start=run.cost_usd * 0)
+    budget_used = None
+    if run.budget_usd:
+        budget_used = min(100, int(100 * run.cost_usd / run.budget_usd))
+    tokens_used = None
+    if run.budget_tokens:
+        tokens_used = min(100, int(100 * run.total_tokens / run.budget_tokens))
+    prompt = run.input_tokens + run.cache_write_tokens + run.cache_read_tokens
+    return {
+        "run": run,
+        "seat_costs": seats,
+        "shared_cost": run.cost_usd - turn_cost,  # cache warm-ups belong to no seat
+        "budget_used_percent": budget_used,
+        "tokens_used_percent": tokens_used,
+        "cache_read_percent": int(100 * run.cache_read_tokens / prompt) if prompt else None,
+        "prices_read_on": settings.DISPUTA_PRICES.get("read_on", ""),
+        "simulated": run.backend == "simulated",
     }

@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
+from debates.conf import conf
 from debates.engine.events import event_append, event_publish
 from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
@@ -61,14 +62,22 @@ def run_create(
     seed: int = 0,
     backend_options: Mapping[str, Any] | None = None,
     budget_usd: Decimal | None = None,
+    budget_tokens: int | None = None,
+    consented: bool = False,
+    seat_models: Mapping[str, str] | None = None,
     kb: Any = None,
     user: Any = None,
     start: bool = True,
     enqueue: bool = True,
 ) -> Run:
-    """Validate the config against the protocol, create the run and its seats, and queue it."""
+    """Validate the config against the protocol, create the run and its seats, and queue it (or, when its
+    estimated cost is above the consent threshold, wait for a moderator to approve it).
+    `seat_models`: a model per seat handle, overriding the run's model for that seat."""
     proto = registry.get(protocol)
     parsed: BaseModel = proto.config_model.model_validate(dict(config))
+    unknown = set(seat_models or {}) - {spec.handle for spec in proto.seats(parsed)}
+    if unknown:
+        raise ValueError(f"seat_models: no seat {', '.join(sorted(unknown))} in this debate")
     if not topic.strip():
         raise ValueError("topic: a debate needs a question or topic")
     if kb is not None and not kb.is_stable:
@@ -103,7 +112,7 @@ def run_create(
                 lens=spec.lens,
                 human=spec.human,
                 backend="human" if spec.human else backend,
-                model="" if spec.human else run.model,
+                model="" if spec.human else (seat_models or {}).get(spec.handle) or run.model,
                 position=index,
             )
             for index, spec in enumerate(proto.seats(parsed))
@@ -112,11 +121,140 @@ def run_create(
             from kb.discipline import kb_snapshot_take
 
             kb_snapshot_take(kb=kb, run=run)
-        seq = event_append(run_id=run.pk, kind="run_created", payload={"protocol": protocol})
-    event_publish(run_id=run.pk, seq=seq)
-    if start and enqueue:
+        seqs = [event_append(run_id=run.pk, kind="run_created", payload={"protocol": protocol})]
+        seqs += _consent_gate(run, budget_tokens=budget_tokens, consented=consented, start=start)
+    _publish_all(run.pk, seqs)
+    if start and enqueue and run.status == RunStatus.QUEUED:
         run_wake(run_id=run.pk)
     return run
+
+
+def _consent_gate(run: Run, *, budget_tokens: int | None, consented: bool, start: bool) -> list[int]:
+    """Estimate a paid run's cost; above the threshold it waits for a moderator's consent (seed 001's gate)."""
+    from debates.estimates import run_estimate
+
+    fields = ["budget_tokens", "estimate", "estimate_usd", "consent"]
+    run.budget_tokens = budget_tokens
+    estimate = run_estimate(run)
+    if estimate is None:
+        run.save(update_fields=fields)
+        return []
+    run.estimate = estimate
+    run.estimate_usd = Decimal(estimate["cost_usd"])
+    threshold = Decimal(str(conf("CONSENT_THRESHOLD_USD")))
+    seqs = []
+    if consented:
+        run.consent = "approved"
+    elif run.estimate_usd <= threshold:
+        run.consent = "auto"
+    else:
+        run.consent = "required"
+        if start:
+            run.status = RunStatus.AWAITING_HUMAN
+            run.awaiting = ["consent"]
+            run.status_reason = (
+                f"Estimated cost ${run.estimate_usd:.2f} is above the ${threshold:.2f} approved automatically: "
+                "a moderator must approve it before any model is called."
+            )
+            fields += ["status", "awaiting", "status_reason"]
+            seqs.append(
+                event_append(
+                    run_id=run.pk,
+                    kind="run_status",
+                    payload={"status": run.status, "reason": run.status_reason},
+                )
+            )
+    run.save(update_fields=fields)
+    seqs.insert(
+        0,
+        event_append(
+            run_id=run.pk,
+            kind="cost_estimated",
+            payload={"estimate": estimate, "threshold": str(threshold), "consent": run.consent},
+        ),
+    )
+    return seqs
+
+
+def run_consent(*, run_id: int, approve: bool, user: Any, client_uuid: uuid.UUID | None = None) -> bool:
+    """The moderator's answer to the cost gate: start the run, or cancel it without calling any model."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.consent != "required":
+            if run.consent == "approved" or run.status == RunStatus.CANCELLED:
+                return False  # answered already: a double submit is a no-op
+            raise ActionRefused("This run does not wait for consent to its cost.")
+        if not _action_once(
+            run,
+            kind=HumanActionKind.CONSENT,
+            user=user,
+            client_uuid=client_uuid,
+            payload={"approve": approve},
+        ):
+            return False
+        label = getattr(user, "get_username", lambda: "someone")()
+        if approve:
+            run.consent = "approved"
+            run.status = RunStatus.QUEUED
+            run.status_reason = f"Estimated cost ${run.estimate_usd:.2f} approved by {label}."
+        else:
+            run.consent = ""
+            run.status = RunStatus.CANCELLED
+            run.status_reason = (
+                f"Estimated cost ${run.estimate_usd:.2f} declined by {label}; no model was called."
+            )
+            run.finished_at = timezone.now()
+        run.awaiting = []
+        run.save(update_fields=["consent", "status", "status_reason", "awaiting", "finished_at"])
+        seqs = [
+            event_append(run_id=run.pk, kind="consent", payload={"approve": approve, "user": label}),
+            event_append(
+                run_id=run.pk, kind="run_status", payload={"status": run.status, "reason": run.status_reason}
+            ),
+        ]
+    _publish_all(run_id, seqs)
+    if approve:
+        run_wake(run_id=run_id)
+    return True
+
+
+def run_budget_set(
+    *,
+    run_id: int,
+    budget_usd: Decimal | None,
+    budget_tokens: int | None,
+    user: Any,
+    client_uuid: uuid.UUID | None = None,
+) -> bool:
+    """Change the run's budget; a run stopped by its budget goes on (it stops again if the new one is too low)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.is_terminal:
+            raise ActionRefused(f"The run is {run.status}; its budget no longer matters.")
+        payload = {
+            "budget_usd": None if budget_usd is None else str(budget_usd),
+            "budget_tokens": budget_tokens,
+        }
+        if not _action_once(
+            run, kind=HumanActionKind.BUDGET, user=user, client_uuid=client_uuid, payload=payload
+        ):
+            return False
+        wake = run.budget_stopped
+        run.budget_usd = budget_usd
+        run.budget_tokens = budget_tokens
+        fields = ["budget_usd", "budget_tokens"]
+        if run.budget_stopped:
+            run.budget_stopped = False
+            run.pause_requested = False
+            run.step_credits = 0
+            fields += ["budget_stopped", "pause_requested", "step_credits"]
+        run.save(update_fields=fields)
+        label = getattr(user, "get_username", lambda: "someone")()
+        seq = event_append(run_id=run.pk, kind="budget_set", payload={**payload, "user": label})
+    event_publish(run_id=run_id, seq=seq)
+    if wake:
+        run_wake(run_id=run_id)
+    return True
 
 
 def _action_once(run: Run, *, kind: str, user: Any, client_uuid: uuid.UUID | None, **fields: Any) -> bool:

@@ -178,7 +178,8 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
 
 # --- Disputa ---
-ANTHROPIC_API_KEY_PRESENT = bool(os.environ.get("ANTHROPIC_API_KEY"))
+# API keys are read from the environment by the SDKs when a call is made; they are never copied into settings,
+# the database, pages, logs or exports.
 DISPUTA = {
     # A runner owns a run for this long unless it renews the lease (heartbeat every third of it).
     "LEASE_SECONDS": float(os.environ.get("DISPUTA_LEASE_SECONDS", "30")),
@@ -193,7 +194,86 @@ DISPUTA = {
     # Test-only fault injection: "point:n" kills the process with SIGKILL at the n-th pass through that point.
     "CRASH_AT": os.environ.get("DISPUTA_CRASH_AT", ""),
     "RESUME_ON_START": env_bool("DISPUTA_RESUME_ON_START", True),
+    # Runs whose estimated cost is above this many dollars wait for a moderator's consent before they start
+    # (seed 001's cost gate); below it they are approved automatically.
+    "CONSENT_THRESHOLD_USD": os.environ.get("DISPUTA_CONSENT_THRESHOLD_USD", "0.50"),
+    "DEFAULT_MODEL": {"anthropic": os.environ.get("DISPUTA_ANTHROPIC_MODEL", "claude-sonnet-5-5")},
+    # Seconds before an Anthropic/OpenAI call gives up, and how often the SDK itself retries 408/409/429/5xx
+    # before a stream starts (a failure after the stream started is retried by the engine, MAX_ATTEMPTS).
+    "API_TIMEOUT_SECONDS": float(os.environ.get("DISPUTA_API_TIMEOUT_SECONDS", "600")),
+    "SDK_MAX_RETRIES": int(os.environ.get("DISPUTA_SDK_MAX_RETRIES", "2")),
+    # OpenAI-compatible servers (OpenAI, Ollama, vLLM, llama.cpp server): base URL and models offered.
+    # `json_schema` structured output where the server supports it; `json_object` or `none` otherwise (the
+    # schema is then spelled out in the prompt); validation and repair are the same either way.
+    "OPENAI_BASE_URL": os.environ.get("OPENAI_BASE_URL", ""),
+    "OPENAI_MODELS": [m.strip() for m in os.environ.get("DISPUTA_OPENAI_MODELS", "").split(",") if m.strip()],
+    "OPENAI_RESPONSE_FORMAT": os.environ.get("DISPUTA_OPENAI_RESPONSE_FORMAT", "json_schema"),
 }
+
+# Output length and reasoning effort per seat role ("default" for roles not listed). Thinking is billed as
+# output, so `max_tokens` also caps what a turn can cost.
+DISPUTA_ROLES = {
+    "default": {"max_tokens": 4096, "effort": "medium"},
+    "judge": {"max_tokens": 8192, "effort": "high"},
+    "examiner": {"max_tokens": 6144, "effort": "high"},
+}
+
+# USD per million tokens. Edit here, or point DISPUTA_PRICES_FILE at a JSON file of the same shape. `over` is a
+# long-prompt tier: above `tokens` prompt tokens the whole request is priced at its rates.
+DISPUTA_PRICES = {
+    "read_on": "2026-11-22",
+    "source": "https://platform.claude.com/docs/en/about-claude/pricing",
+    "models": {
+        "claude-sonnet-5-5": {
+            "provider": "anthropic",
+            "label": "Claude Sonnet 5.5",
+            "input": "2",
+            "cache_write_5m": "2.50",
+            "cache_write_1h": "4",
+            "cache_read": "0.10",
+            "output": "10",
+        },
+        "claude-opus-5-5": {
+            "provider": "anthropic",
+            "label": "Claude Opus 5.5",
+            "input": "4",
+            "cache_write_5m": "5",
+            "cache_write_1h": "8",
+            "cache_read": "0.20",
+            "output": "20",
+        },
+        "claude-haiku-5-5": {
+            "provider": "anthropic",
+            "label": "Claude Haiku 5.5",
+            "input": "0.10",
+            "cache_write_5m": "0.125",
+            "cache_write_1h": "0.20",
+            "cache_read": "0.01",
+            "output": "0.50",
+            "over": {
+                "tokens": 100000,
+                "input": "0.50",
+                "cache_write_5m": "0.625",
+                "cache_write_1h": "1.00",
+                "cache_read": "0.05",
+                "output": "2.50",
+            },
+        },
+        "claude-fable-5-1": {
+            "provider": "anthropic",
+            "label": "Claude Fable 5.1",
+            "input": "10",
+            "cache_write_5m": "12.50",
+            "cache_write_1h": "20",
+            "cache_read": "0.25",
+            "output": "50",
+        },
+    },
+}
+if os.environ.get("DISPUTA_PRICES_FILE"):
+    import json as _json
+
+    DISPUTA_PRICES = _json.loads(Path(os.environ["DISPUTA_PRICES_FILE"]).read_text(encoding="utf-8"))
 
 LOGGING = {
     "version": 1,

@@ -11,6 +11,8 @@ urlpatterns = [
     path("runs/<int:run_id>/", views.run_detail, name="run-detail"),
     path("runs/<int:run_id>/control/<str:action>/", views.run_control, name="run-control"),
     path("runs/<int:run_id>/human/", views.human_turn_submit, name="human-turn-submit"),
+    path("runs/<int:run_id>/consent/", views.run_consent, name="run-consent"),
+    path("runs/<int:run_id>/budget/", views.run_budget, name="run-budget"),
     path("runs/<int:run_id>/export.json", views.run_export, name="run-export-json"),
     path("kb/", include("kb.urls")),
     path("accounts/", include("django.contrib.auth.urls")),

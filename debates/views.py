@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
@@ -13,8 +14,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from pydantic import ValidationError
 
 from debates import selectors, services
+from debates.conf import conf
 from debates.exports import run_export_json
-from debates.forms import RunForm
+from debates.forms import BudgetForm, RunForm
 from debates.models import Run
 
 RUN_TEMPLATE = "debates/run_detail.html"
@@ -52,9 +54,13 @@ def run_new(request: HttpRequest) -> HttpResponse:
             error = f"The run could not be started: {exc}"
         else:
             return redirect("run-detail", run_id=run.pk)
-    return render(
-        request, "debates/run_new.html", {"form": form, "error": error}, status=400 if error else 200
-    )
+    context = {
+        "form": form,
+        "error": error,
+        "consent_threshold": conf("CONSENT_THRESHOLD_USD"),
+        "prices_read_on": settings.DISPUTA_PRICES.get("read_on", ""),
+    }
+    return render(request, "debates/run_new.html", context, status=400 if error else 200)
 
 
 @require_GET
@@ -62,6 +68,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     context = {
+        **selectors.cost_context(run),
         **selectors.run_status_context(run),
         "cards": selectors.run_turn_cards(run),
         **selectors.moderator_context(run, request.user),
@@ -125,6 +132,50 @@ def human_turn_submit(request: HttpRequest, run_id: int) -> HttpResponse:
     except services.ActionRefused as refused:
         return _moderator_response(request, run, message=str(refused))
     return _moderator_response(request, run, message="Submitted. The debate continues.")
+
+
+@require_POST
+@login_required
+def run_consent(request: HttpRequest, run_id: int) -> HttpResponse:
+    if not selectors.user_can_moderate(request.user):
+        raise PermissionDenied("You need the moderate permission to approve a run's cost.")
+    run = get_object_or_404(Run, pk=run_id)
+    approve = request.POST.get("approve") == "yes"
+    try:
+        services.run_consent(
+            run_id=run.pk,
+            approve=approve,
+            user=request.user,
+            client_uuid=_uuid(request.POST.get("client_uuid")),
+        )
+    except services.ActionRefused as refused:
+        return _moderator_response(request, run, message=str(refused))
+    message = "Approved: the run starts." if approve else "Declined: the run is cancelled."
+    return _moderator_response(request, run, message=message)
+
+
+@require_POST
+@login_required
+def run_budget(request: HttpRequest, run_id: int) -> HttpResponse:
+    if not selectors.user_can_moderate(request.user):
+        raise PermissionDenied("You need the moderate permission to change a run's budget.")
+    run = get_object_or_404(Run, pk=run_id)
+    form = BudgetForm(request.POST)
+    if not form.is_valid():
+        return _moderator_response(
+            request, run, message="The budget was not changed: " + "; ".join(form.error_list()), status=400
+        )
+    try:
+        services.run_budget_set(
+            run_id=run.pk,
+            budget_usd=form.cleaned_data["budget_usd"],
+            budget_tokens=form.cleaned_data["budget_tokens"],
+            user=request.user,
+            client_uuid=_uuid(request.POST.get("client_uuid")),
+        )
+    except services.ActionRefused as refused:
+        return _moderator_response(request, run, message=str(refused))
+    return _moderator_response(request, run, message="Budget saved.")
 
 
 @require_GET

@@ -1,9 +1,12 @@
-"""The agent backend contract: `stream(request)` yields text deltas, then exactly one Result."""
+"""The agent backend contract: `stream(request)` yields text deltas, then exactly one Result.
+
+A backend also estimates the most a call can cost (`estimate`, checked against the run's budget before every
+call) and may warm a prompt cache shared by the parallel calls of a stage (`warm`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -18,6 +21,14 @@ class Usage:
     cache_read_tokens: int = 0
     thinking_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    @property
+    def total_tokens(self) -> int:
+        """Everything billed: prompt (uncached, cache writes, cache reads) and output (thinking included)."""
+        return self.input_tokens + self.cache_write_tokens + self.cache_read_tokens + self.output_tokens
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,14 @@ class Result:
 
 
 @dataclass(frozen=True)
+class Repair:
+    """The previous output of this turn was invalid: show it and the errors, ask once for a corrected answer."""
+
+    text: str
+    errors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class AgentRequest:
     step: Step
     view: RunView
@@ -41,15 +60,44 @@ class AgentRequest:
     options: Mapping[str, Any]
     attempt: int
     model: str = ""
+    role: str = ""
+    max_tokens: int = 4096
+    effort: str = ""
+    repair: Repair | None = None
 
 
 class BackendError(Exception):
-    """A failure the engine may retry (mid-stream error, overload). `cause` is shown to the user."""
+    """A failed call. `cause` is shown to the user: it names what went wrong and what to do.
 
-    def __init__(self, cause: str, *, retryable: bool = True) -> None:
+    `retryable`: the engine may run the turn again (mid-stream error, overload, rate limit).
+    `fatal`: no turn of this run can succeed (bad key, unknown model): the run fails at once with the cause.
+    `usage`: what the failed call consumed before it failed (billed, so it is recorded)."""
+
+    def __init__(
+        self,
+        cause: str,
+        *,
+        retryable: bool = True,
+        fatal: bool = False,
+        kind: str = "error",
+        usage: Usage | None = None,
+    ) -> None:
         super().__init__(cause)
         self.cause = cause
         self.retryable = retryable
+        self.fatal = fatal
+        self.kind = kind
+        self.usage = usage or Usage()
+
+
+class InvalidOutput(BackendError):
+    """The model answered, but not with valid output for the step: repaired once, then the turn fails."""
+
+    def __init__(self, text: str, errors: Sequence[str], *, usage: Usage | None = None) -> None:
+        shown = "; ".join(errors[:5]) + (f"; and {len(errors) - 5} more" if len(errors) > 5 else "")
+        super().__init__(f"Invalid output: {shown}", retryable=False, kind="invalid_output", usage=usage)
+        self.text = text
+        self.errors = tuple(errors)
 
 
 class AgentBackend(Protocol):
@@ -58,29 +106,59 @@ class AgentBackend(Protocol):
 
     def stream(self, request: AgentRequest) -> AsyncIterator[Delta | Result]: ...
 
+    def estimate(self, request: AgentRequest) -> Usage:
+        """The most this call can cost (prompt at the uncached price, `max_tokens` of output)."""
+        ...
+
+    async def warm(self, requests: Sequence[AgentRequest]) -> Usage:
+        """Before the parallel calls of a stage: write their shared prompt prefix to the cache once."""
+        ...
+
 
 def backend_get(name: str) -> AgentBackend:
+    from debates.agents.anthropic_api import AnthropicBackend
+    from debates.agents.openai_compat import OpenAICompatibleBackend
     from debates.agents.simulated import SimulatedBackend
 
-    backends: dict[str, AgentBackend] = {"simulated": SimulatedBackend()}
+    backends: dict[str, type[AgentBackend]] = {
+        "simulated": SimulatedBackend,
+        "anthropic": AnthropicBackend,
+        "openai": OpenAICompatibleBackend,
+    }
     if name not in backends:
         raise BackendError(
-            f"Backend {name!r} is not available in this installation. Use the simulated backend.",
+            f"Backend {name!r} is not available in this installation. Choose simulated, anthropic or openai.",
             retryable=False,
+            fatal=True,
         )
-    return backends[name]
+    return _instances.setdefault(name, backends[name]())
+
+
+_instances: dict[str, AgentBackend] = {}
 
 
 def backend_choices() -> list[dict[str, Any]]:
-    """Backends for the new-run form, with the reason a backend cannot be chosen."""
-    from django.conf import settings
+    """Backends for the new-run form: their models, and the reason a backend cannot be chosen."""
+    from debates.agents.anthropic_api import anthropic_models, anthropic_unavailable_reason
+    from debates.agents.openai_compat import openai_models, openai_unavailable_reason
 
-    anthropic_reason = (
-        "ANTHROPIC_API_KEY is not set in the server's environment."
-        if not settings.ANTHROPIC_API_KEY_PRESENT
-        else "The Anthropic backend is not installed in this release yet."
-    )
     return [
-        {"name": "simulated", "label": "Simulated agents (deterministic, free)", "disabled_reason": ""},
-        {"name": "anthropic", "label": "Anthropic", "disabled_reason": anthropic_reason},
+        {
+            "name": "simulated",
+            "label": "Simulated agents (deterministic, free)",
+            "models": [("simulated", "simulated")],
+            "disabled_reason": "",
+        },
+        {
+            "name": "anthropic",
+            "label": "Anthropic",
+            "models": anthropic_models(),
+            "disabled_reason": anthropic_unavailable_reason(),
+        },
+        {
+            "name": "openai",
+            "label": "OpenAI-compatible (OpenAI, Ollama, vLLM, llama.cpp)",
+            "models": openai_models(),
+            "disabled_reason": openai_unavailable_reason(),
+        },
     ]

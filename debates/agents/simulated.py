@@ -17,7 +17,7 @@ import json
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from fnmatch import fnmatch
 from typing import Any
 
@@ -242,6 +242,13 @@ def simulated_payload(request: AgentRequest) -> dict[str, Any]:
 class SimulatedBackend:
     name = "simulated"
     label = "simulated"
+
+    def estimate(self, request: AgentRequest) -> Usage:
+        prompt = prompt_render(protocol=request.protocol, step=request.step, view=request.view)
+        return Usage(input_tokens=len(prompt.text) // 4 + 1, output_tokens=request.max_tokens)
+
+    async def warm(self, requests: Sequence[AgentRequest]) -> Usage:
+        return Usage()
 
     async def stream(self, request: AgentRequest) -> AsyncIterator[Delta | Result]:
         step = request.step

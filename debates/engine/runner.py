@@ -12,8 +12,9 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -24,7 +25,17 @@ from django.db.models import F, Q
 from django.utils import timezone
 from pydantic import ValidationError
 
-from debates.agents.base import AgentRequest, BackendError, Delta, Result, Usage, backend_get
+from debates.agents.base import (
+    AgentBackend,
+    AgentRequest,
+    BackendError,
+    Delta,
+    InvalidOutput,
+    Repair,
+    Result,
+    Usage,
+    backend_get,
+)
 from debates.engine.crash import crash_point
 from debates.engine.events import aevent_publish, event_append, run_group
 from debates.engine.view import run_view_load
@@ -141,6 +152,8 @@ def run_decide(run_id: int, owner: str) -> Decision:
                 _set_status(run, RunStatus.CANCELLED, "Cancelled by a moderator.", finished_at=timezone.now())
             )
             return Decision("cancelled", seqs=seqs)
+        if run.consent == "required":  # nothing is called before a moderator consents to the estimated cost
+            return Decision("waiting", seqs=seqs)
         if run.pause_requested and run.step_credits == 0:
             if run.status != RunStatus.PAUSED:
                 seqs.append(_set_status(run, RunStatus.PAUSED, "Paused by a moderator."))
@@ -278,8 +291,57 @@ def turn_fail(run_id: int, turn_id: int, attempt: int, error: str) -> int | None
         return event_append(run_id=run_id, kind="turn_failed", payload={"key": key, "error": error})
 
 
+def _usage_increments(usage: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": F("input_tokens") + usage.input_tokens,
+        "output_tokens": F("output_tokens") + usage.output_tokens,
+        "cache_write_tokens": F("cache_write_tokens") + usage.cache_write_tokens,
+        "cache_read_tokens": F("cache_read_tokens") + usage.cache_read_tokens,
+        "thinking_tokens": F("thinking_tokens") + usage.thinking_tokens,
+        "cost_usd": F("cost_usd") + usage.cost_usd,
+    }
+
+
+def usage_record(run_id: int, turn_id: int | None, usage: Usage) -> None:
+    """Record one call's usage on its turn and the run as soon as the call ends, whatever its outcome: every
+    call made is billed, so a turn costs the sum of its attempts (and a stale attempt's call still counts)."""
+    if usage == Usage():
+        return
+    with transaction.atomic():
+        if turn_id is not None:
+            Turn.objects.filter(pk=turn_id).update(**_usage_increments(usage))
+        Run.objects.filter(pk=run_id).update(**_usage_increments(usage))
+
+
+def run_spending(run_id: int) -> tuple[Any, int, Any, Any]:
+    """(cost so far, tokens so far, dollar budget, token budget)."""
+    run = Run.objects.only(
+        "cost_usd",
+        "input_tokens",
+        "output_tokens",
+        "cache_write_tokens",
+        "cache_read_tokens",
+        "budget_usd",
+        "budget_tokens",
+    ).get(pk=run_id)
+    return run.cost_usd, run.total_tokens, run.budget_usd, run.budget_tokens
+
+
+def run_budget_stop(run_id: int, owner: str, reason: str) -> int | None:
+    """Stop before a call that could go over budget: pause until a moderator raises the budget (or cancels)."""
+    with transaction.atomic():
+        run = _locked_run(run_id, owner)
+        if run.is_terminal:
+            return None
+        run.pause_requested = True
+        run.step_credits = 0
+        return _set_status(
+            run, RunStatus.PAUSED, reason, budget_stopped=True, pause_requested=True, step_credits=0
+        )
+
+
 def turn_commit(
-    run_id: int, turn_id: int, attempt: int, *, text: str, payload: dict[str, Any], usage: Usage, model: str
+    run_id: int, turn_id: int, attempt: int, *, text: str, payload: dict[str, Any], model: str
 ) -> int | None:
     """Commit exactly once: a stale attempt (another runner took over) changes nothing."""
     now = timezone.now()
@@ -291,25 +353,11 @@ def turn_commit(
             payload=payload,
             schema_version="1.0",
             error="",
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            thinking_tokens=usage.thinking_tokens,
-            cost_usd=usage.cost_usd,
             model=model or F("model"),
             finished_at=now,
         )
         if not committed:
             return None
-        Run.objects.filter(pk=run_id).update(
-            input_tokens=F("input_tokens") + usage.input_tokens,
-            output_tokens=F("output_tokens") + usage.output_tokens,
-            cache_write_tokens=F("cache_write_tokens") + usage.cache_write_tokens,
-            cache_read_tokens=F("cache_read_tokens") + usage.cache_read_tokens,
-            thinking_tokens=F("thinking_tokens") + usage.thinking_tokens,
-            cost_usd=F("cost_usd") + usage.cost_usd,
-        )
         key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
         return event_append(run_id=run_id, kind="turn_committed", payload={"key": key, "attempt": attempt})
 
@@ -330,6 +378,60 @@ def run_fail(run_id: int, owner: str, reason: str) -> int | None:
         return _set_status(run, RunStatus.FAILED, reason, finished_at=timezone.now())
 
 
+def run_charge(run_id: int, usage: Usage, what: str) -> int:
+    """Usage that belongs to no turn (a cache warm-up): on the run's totals, and in the event log."""
+    with transaction.atomic():
+        usage_record(run_id, None, usage)
+        return event_append(
+            run_id=run_id,
+            kind="run_charged",
+            payload={
+                "what": what,
+                "input_tokens": usage.input_tokens,
+                "cache_write_tokens": usage.cache_write_tokens,
+                "cache_read_tokens": usage.cache_read_tokens,
+                "output_tokens": usage.output_tokens,
+                "cost_usd": str(usage.cost_usd),
+            },
+        )
+
+
+def _agent_request(step: Step, claimed: ClaimedTurn, view: RunView, run: Run) -> AgentRequest:
+    roles: dict[str, dict[str, Any]] = settings.DISPUTA_ROLES
+    limits: dict[str, Any] = {**roles["default"], **roles.get(claimed.seat.role, {})}
+    return AgentRequest(
+        step=step,
+        view=view,
+        protocol=run.protocol,
+        options=run.backend_options,
+        attempt=claimed.attempt,
+        model=claimed.seat.model,
+        role=claimed.seat.role,
+        max_tokens=int(limits["max_tokens"]),
+        effort=str(limits.get("effort", "")),
+    )
+
+
+def _output_errors(protocol: Any, step: Step, result: Result, view: RunView) -> list[str]:
+    """What is wrong with an answer, field by field: the schema first, then the protocol's own rules."""
+    try:
+        model = step.schema.model_validate(result.payload)
+    except ValidationError as error:
+        return [
+            f"{'.'.join(str(part) for part in item['loc']) or 'answer'}: {item['msg']}"
+            for item in error.errors()
+        ]
+    return list(protocol.validate(step, model, view))
+
+
+class BudgetExceeded(Exception):
+    pass
+
+
+class RunFailedFatally(Exception):
+    pass
+
+
 # --- the runner --------------------------------------------------------------------------------------------------
 
 
@@ -341,6 +443,9 @@ class Runner:
         self.lease_lost = False
         self.cancel_seen = False
         self._step_tasks: set[asyncio.Task[None]] = set()
+        # Worst-case cost and tokens of the calls in flight, counted against the budget until they end.
+        self._reserved_usd = Decimal(0)
+        self._reserved_tokens = 0
         self._outbox: asyncio.Queue[int | None] = asyncio.Queue()
         self._closing = asyncio.Event()
 
@@ -433,90 +538,192 @@ class Runner:
                 return decision.outcome
             assert decision.view is not None and decision.run is not None
             view, run = decision.view, decision.run
-            self._step_tasks = {
-                asyncio.create_task(self._run_step(step, claimed, view, run))
+            claimed_steps = [
+                (step, claimed)
                 for step, claimed in zip(decision.steps, decision.claims, strict=True)
                 if claimed is not None
+            ]
+            requests = {
+                step.key: _agent_request(step, claimed, view, run)
+                for step, claimed in claimed_steps
+                if not claimed.seat.human
+            }
+            await self._warm(claimed_steps, requests)
+            self._step_tasks = {
+                asyncio.create_task(self._run_step(step, claimed, view, run, requests.get(step.key)))
+                for step, claimed in claimed_steps
             }
             results = await asyncio.gather(*self._step_tasks, return_exceptions=True)
             self._step_tasks = set()
+            budget_stop: BudgetExceeded | None = None
             for result in results:
                 if isinstance(result, LeaseLost):
                     raise result
-                if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+                if isinstance(result, RunFailedFatally):
+                    self._notify("failed")
+                    return "failed"
+            for result in results:
+                if isinstance(result, BudgetExceeded):
+                    budget_stop = budget_stop or result
+                elif isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
                     raise result
+            if budget_stop is not None:
+                seq = await database_sync_to_async(run_budget_stop)(self.run_id, self.owner, str(budget_stop))
+                await self._publish([seq])
+                self._notify("paused")
+                return "paused"
 
-    async def _run_step(self, step: Step, claimed: ClaimedTurn, view: RunView, run: Run) -> None:
+    async def _reserve(self, estimate: Usage, what: str) -> None:
+        """Check the budget before a call: what is spent, plus the worst case of the calls in flight, plus the
+        worst case of this call must fit. So a run never goes over by more than its estimates were wrong."""
+        cost, tokens, budget_usd, budget_tokens = await database_sync_to_async(run_spending)(self.run_id)
+        if budget_usd is not None and cost + self._reserved_usd + estimate.cost_usd > budget_usd:
+            raise BudgetExceeded(
+                f"Budget reached: ${cost:.4f} spent of ${budget_usd:.2f}, and the next call ({what}) could cost "
+                f"up to ${estimate.cost_usd:.4f}. Raise the budget to go on, or cancel the run."
+            )
+        if (
+            budget_tokens is not None
+            and tokens + self._reserved_tokens + estimate.total_tokens > budget_tokens
+        ):
+            raise BudgetExceeded(
+                f"Token budget reached: {tokens:,} tokens used of {budget_tokens:,}, and the next call ({what}) "
+                f"could use up to {estimate.total_tokens:,}. Raise the budget to go on, or cancel the run."
+            )
+        self._reserved_usd += estimate.cost_usd
+        self._reserved_tokens += estimate.total_tokens
+
+    def _release(self, estimate: Usage) -> None:
+        self._reserved_usd -= estimate.cost_usd
+        self._reserved_tokens -= estimate.total_tokens
+
+    async def _warm(
+        self, claimed_steps: list[tuple[Step, ClaimedTurn]], requests: dict[str, AgentRequest]
+    ) -> None:
+        """Let each backend write the prompt prefix its parallel calls share once, before they start."""
+        by_backend: dict[str, list[AgentRequest]] = {}
+        for step, claimed in claimed_steps:
+            if step.key in requests:
+                by_backend.setdefault(claimed.seat.backend, []).append(requests[step.key])
+        for name, group in by_backend.items():
+            if len(group) < 2:
+                continue
+            backend = backend_get(name)
+            # Budget-checked like a call (an over-estimate: the warm-up writes the prefix, outputs nothing).
+            estimate = backend.estimate(group[0])
+            try:
+                await self._reserve(estimate, "cache warm-up")
+            except BudgetExceeded:
+                continue  # the calls will be checked one by one and stop the run if they do not fit
+            try:
+                usage = await backend.warm(group)
+            finally:
+                self._release(estimate)
+            if usage != Usage():
+                seq = await database_sync_to_async(run_charge)(self.run_id, usage, "cache warm-up")
+                await self._publish([seq])
+
+    async def _run_step(
+        self, step: Step, claimed: ClaimedTurn, view: RunView, run: Run, request: AgentRequest | None
+    ) -> None:
         if claimed.seat.human:
             payload = await database_sync_to_async(human_submission)(self.run_id, step.key)
             seq = await database_sync_to_async(turn_commit)(
-                self.run_id,
-                claimed.turn_id,
-                claimed.attempt,
-                text="",
-                payload=payload,
-                usage=Usage(),
-                model="human",
+                self.run_id, claimed.turn_id, claimed.attempt, text="", payload=payload, model="human"
             )
             await self._publish([seq])
             self._notify("turn_committed", key=step.key)
             return
+        assert request is not None
         protocol = registry.get(run.protocol)
         attempt = claimed.attempt
-        for local_attempt in range(1, _conf("MAX_ATTEMPTS") + 1):
-            request = AgentRequest(
-                step=step,
-                view=view,
-                protocol=protocol.name,
-                options=run.backend_options,
-                attempt=attempt,
-                model=claimed.seat.model,
-            )
+        repair: Repair | None = None
+        failures = 0
+        while True:
             try:
-                result = await self._stream(request, claimed, attempt)
-                model = step.schema.model_validate(result.payload)
-                errors = protocol.validate(step, model, view)
-                if errors:
-                    raise BackendError("Invalid output: " + "; ".join(errors))
-            except ValidationError as error:
-                failure: BackendError = BackendError(
-                    f"Invalid output: {error.error_count()} schema errors ({error})"
-                )
+                backend = backend_get(claimed.seat.backend)
+                request = replace(request, attempt=attempt, repair=repair)
+                estimate = backend.estimate(request)
             except BackendError as error:
-                failure = error
-            else:
-                crash_point("before_commit")
-                seq = await database_sync_to_async(turn_commit)(
-                    self.run_id,
-                    claimed.turn_id,
-                    attempt,
-                    text=result.text,
-                    payload=model.model_dump(mode="json"),
-                    usage=result.usage,
-                    model=result.model,
-                )
-                crash_point("after_commit")
-                await self._publish([seq])
-                self._notify("turn_committed", key=step.key)
-                return
-            if failure.retryable and local_attempt < _conf("MAX_ATTEMPTS"):
-                seq = await database_sync_to_async(turn_retry)(
-                    self.run_id, self.owner, claimed.turn_id, attempt, failure.cause
-                )
-                if seq is None:
+                return await self._fail_run(error)
+            await self._reserve(estimate, f"{view.seats[step.seat].name}, {step.task}")
+            result: Result | None = None
+            try:
+                result = await self._stream(backend, request, claimed, attempt)
+                used = result.usage
+            except BackendError as error:
+                failure: BackendError = error
+                used = error.usage
+            finally:
+                self._release(estimate)
+            await database_sync_to_async(usage_record)(self.run_id, claimed.turn_id, used)
+            if result is not None:
+                errors = _output_errors(protocol, step, result, view)
+                if not errors:
+                    payload = step.schema.model_validate(result.payload).model_dump(mode="json")
+                    crash_point("before_commit")
+                    seq = await database_sync_to_async(turn_commit)(
+                        self.run_id,
+                        claimed.turn_id,
+                        attempt,
+                        text=result.text,
+                        payload=payload,
+                        model=result.model,
+                    )
+                    crash_point("after_commit")
+                    await self._publish([seq])
+                    self._notify("turn_committed", key=step.key)
                     return
-                await self._publish([seq])
+                failure = InvalidOutput(result.text, errors)
+            if isinstance(failure, InvalidOutput):
+                if repair is None:  # one repair: the model sees its answer and what was wrong with it
+                    repair = Repair(failure.text, failure.errors)
+                    if not await self._retry(
+                        claimed, attempt, f"{failure.cause}. Asked the model to repair it."
+                    ):
+                        return
+                    attempt += 1
+                    continue
+                return await self._fail_turn(
+                    step, claimed, attempt, f"{failure.cause} (still invalid after one repair)"
+                )
+            if failure.fatal:
+                return await self._fail_run(failure)
+            failures += 1
+            if failure.retryable and failures < _conf("MAX_ATTEMPTS"):
+                if not await self._retry(claimed, attempt, failure.cause):
+                    return
                 attempt += 1
-                await asyncio.sleep(_conf("RETRY_BACKOFF_SECONDS") * 2 ** (local_attempt - 1))
+                await asyncio.sleep(_conf("RETRY_BACKOFF_SECONDS") * 2 ** (failures - 1))
                 continue
-            seq = await database_sync_to_async(turn_fail)(
-                self.run_id, claimed.turn_id, attempt, f"{failure.cause} (after {local_attempt} attempts)"
+            return await self._fail_turn(
+                step, claimed, attempt, f"{failure.cause} (after {failures} attempts)"
             )
-            await self._publish([seq])
-            self._notify("turn_failed", key=step.key)
-            return
 
-    async def _stream(self, request: AgentRequest, claimed: ClaimedTurn, attempt: int) -> Result:
+    async def _retry(self, claimed: ClaimedTurn, attempt: int, reason: str) -> bool:
+        seq = await database_sync_to_async(turn_retry)(
+            self.run_id, self.owner, claimed.turn_id, attempt, reason
+        )
+        await self._publish([seq])
+        return seq is not None
+
+    async def _fail_turn(self, step: Step, claimed: ClaimedTurn, attempt: int, error: str) -> None:
+        seq = await database_sync_to_async(turn_fail)(self.run_id, claimed.turn_id, attempt, error)
+        await self._publish([seq])
+        self._notify("turn_failed", key=step.key)
+
+    async def _fail_run(self, error: BackendError) -> None:
+        """No turn of this run can succeed (bad key, unknown model): fail the run now with the cause."""
+        seq = await database_sync_to_async(run_fail)(self.run_id, self.owner, error.cause)
+        await self._publish([seq])
+        for task in self._step_tasks:
+            if task is not asyncio.current_task():
+                task.cancel()
+        raise RunFailedFatally(error.cause)
+
+    async def _stream(
+        self, backend: AgentBackend, request: AgentRequest, claimed: ClaimedTurn, attempt: int
+    ) -> Result:
         from debates.frames import turn_live_frame
 
         layer = get_channel_layer()
@@ -560,7 +767,6 @@ class Runner:
                     )
             crash_point("mid_stream")
 
-        backend = backend_get(claimed.seat.backend)
         async for item in backend.stream(request):
             if isinstance(item, Delta):
                 if first_token_at is None:

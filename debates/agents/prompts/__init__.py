@@ -97,9 +97,8 @@ def prompt_render(*, protocol: str, step: Step, view: RunView, schema_in_text: b
         f"<context>{data_json(context)}</context>"
     )
     if schema_in_text:
-        task += (
-            "\nYour answer must be one JSON object valid against this JSON schema:\n"
-            + json.dumps(step.schema.model_json_schema(), ensure_ascii=False)
+        task += "\nYour answer must be one JSON object valid against this JSON schema:\n" + json.dumps(
+            step.schema.model_json_schema(), ensure_ascii=False
         )
     return Prompt(
         shared=shared,

@@ -1,0 +1,203 @@
+"""The Anthropic backend: `AsyncAnthropic().messages.stream` with structured output through `output_config`
+(forced tool choice returns 400 on current models), prompt caching and exact cost per call.
+
+Request layout (the order is the cache's prefix order: system, then messages):
+  system   [rules + topic + material]                      <- breakpoint 1: shared by every seat of the run
+  user     [turn 1] [turn 2] ... [turn n]                   <- breakpoint 2 on the last turn: shared by the stage
+           [persona + task]                                 <- per seat, after every breakpoint
+Lengths, ranges and counts that the API moves into descriptions are validated by the engine (schema + protocol)
+after the call; an invalid answer is repaired once, then the turn fails."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import anthropic
+
+from debates.agents.base import AgentRequest, BackendError, Delta, Result, Usage
+from debates.agents.pricing import call_estimate, price_table, tokens_estimate, usage_priced
+from debates.agents.prompts import Prompt, prompt_render
+from debates.agents.remote import (
+    ClientPerLoop,
+    body_error,
+    connection_error,
+    payload_parse,
+    repair_messages,
+    status_error,
+)
+from debates.conf import conf
+
+PROVIDER = "Anthropic"
+KEY_VARIABLE = "ANTHROPIC_API_KEY"
+EPHEMERAL = {"type": "ephemeral"}
+# Below this the prefix may not be cached at all (512-4,096 tokens depending on the model): not worth a warm-up.
+MIN_WARM_TOKENS = 1024
+
+
+def anthropic_unavailable_reason() -> str:
+    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+        return "ANTHROPIC_API_KEY is not set in the server's environment."
+    return ""
+
+
+def anthropic_models() -> list[tuple[str, str]]:
+    models = [
+        (model, f"{entry.get('label', model)} (${entry['input']} in / ${entry['output']} out per M tokens)")
+        for model, entry in price_table()["models"].items()
+        if entry.get("provider") == "anthropic"
+    ]
+    default = conf("DEFAULT_MODEL")["anthropic"]
+    return sorted(models, key=lambda item: item[0] != default)
+
+
+def _base_url() -> str:
+    return os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+
+
+def _new_client() -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(max_retries=conf("SDK_MAX_RETRIES"), timeout=conf("API_TIMEOUT_SECONDS"))
+
+
+def request_params(request: AgentRequest, prompt: Prompt | None = None) -> dict[str, Any]:
+    prompt = prompt or prompt_render(protocol=request.protocol, step=request.step, view=request.view)
+    system = [{"type": "text", "text": prompt.shared, "cache_control": EPHEMERAL}]
+    content: list[dict[str, Any]] = [{"type": "text", "text": block} for block in prompt.transcript]
+    if content:
+        content[-1]["cache_control"] = EPHEMERAL
+    content.append({"type": "text", "text": f"{prompt.persona}\n\n{prompt.task}"})
+    output_config: dict[str, Any] = {
+        "format": {"type": "json_schema", "schema": anthropic.transform_schema(request.step.schema)}
+    }
+    if request.effort:
+        output_config["effort"] = request.effort
+    return {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "system": system,
+        "messages": [{"role": "user", "content": content}, *repair_messages(request)],
+        "output_config": output_config,
+    }
+
+
+def usage_from(raw: Any, model: str) -> Usage:
+    if raw is None:
+        return Usage()
+    details = getattr(raw, "output_tokens_details", None)
+    creation = getattr(raw, "cache_creation", None)
+    usage = Usage(
+        input_tokens=raw.input_tokens or 0,
+        output_tokens=raw.output_tokens or 0,
+        cache_write_tokens=getattr(raw, "cache_creation_input_tokens", 0) or 0,
+        cache_read_tokens=getattr(raw, "cache_read_input_tokens", 0) or 0,
+        thinking_tokens=(getattr(details, "thinking_tokens", 0) or 0) if details else 0,
+    )
+    write_1h = (getattr(creation, "ephemeral_1h_input_tokens", 0) or 0) if creation else 0
+    return usage_priced(model, usage, cache_write_1h_tokens=write_1h)
+
+
+class AnthropicBackend:
+    name = "anthropic"
+    label = "Anthropic"
+
+    def __init__(self) -> None:
+        self._clients = ClientPerLoop(_new_client)
+
+    def _client(self) -> anthropic.AsyncAnthropic:
+        reason = anthropic_unavailable_reason()
+        if reason:
+            raise BackendError(reason, retryable=False, fatal=True, kind="auth")
+        identity = (_base_url(), hashlib.sha256(os.environ.get("ANTHROPIC_API_KEY", "").encode()).hexdigest())
+        return self._clients.get(identity)
+
+    def _error(self, error: Exception, model: str, usage: Usage) -> BackendError:
+        if isinstance(error, anthropic.APIStatusError):
+            error_type, message = body_error(error.body)
+            return status_error(
+                provider=PROVIDER,
+                key_variable=KEY_VARIABLE,
+                status=error.status_code,
+                error_type=error_type,
+                message=message or error.message,
+                model=model,
+                usage=usage,
+            )
+        if isinstance(error, anthropic.APIConnectionError):
+            return connection_error(
+                provider=PROVIDER,
+                base_url=_base_url(),
+                error=error,
+                timeout=isinstance(error, anthropic.APITimeoutError),
+            )
+        return BackendError(f"The Anthropic SDK failed: {error}", kind="sdk", usage=usage)
+
+    def estimate(self, request: AgentRequest) -> Usage:
+        prompt = prompt_render(protocol=request.protocol, step=request.step, view=request.view)
+        return call_estimate(request.model, prompt.text, request.max_tokens)
+
+    async def stream(self, request: AgentRequest) -> AsyncIterator[Delta | Result]:
+        params = request_params(request)
+        client = self._client()
+        usage = Usage()  # as reported so far: a call that fails mid-stream was still billed for its prompt
+        try:
+            async with client.messages.stream(**params) as stream:
+                async for event in stream:
+                    if event.type == "message_start":
+                        usage = usage_from(event.message.usage, request.model)
+                    elif event.type == "text":
+                        yield Delta(event.text)
+                message = await stream.get_final_message()
+        except anthropic.AnthropicError as error:
+            raise self._error(error, request.model, usage) from error
+        usage = usage_from(message.usage, request.model)
+        if message.stop_reason == "refusal":
+            raise BackendError(
+                "The model refused to answer this turn (stop_reason: refusal).",
+                retryable=False,
+                kind="refusal",
+                usage=usage,
+            )
+        text = "".join(block.text for block in message.content if block.type == "text")
+        payload = payload_parse(
+            text, truncated=message.stop_reason == "max_tokens", max_tokens=request.max_tokens, usage=usage
+        )
+        yield Result(text=text, payload=payload, usage=usage, model=message.model or request.model)
+
+    async def warm(self, requests: Sequence[AgentRequest]) -> Usage:
+        """One cache write for a stage's shared prefix (rules, material, transcript so far) before its parallel
+        calls, which then all read it: a cache entry is only visible once a response has begun, so N calls
+        sent together would otherwise each pay a write. A `max_tokens=0` call only populates the cache."""
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for request in requests:
+            prompt = prompt_render(protocol=request.protocol, step=request.step, view=request.view)
+            if tokens_estimate(prompt.prefix) < MIN_WARM_TOKENS:
+                continue
+            params = request_params(request, prompt)
+            identity = json.dumps(
+                [params["model"], params["system"], params["messages"][0]["content"][:-1]], sort_keys=True
+            )
+            groups.setdefault(identity, []).append(params)
+        total = Usage()
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            first = members[0]
+            prefix = first["messages"][0]["content"][:-1]
+            try:
+                message = await self._client().messages.create(
+                    model=first["model"],
+                    max_tokens=0,
+                    system=first["system"],
+                    messages=[
+                        {"role": "user", "content": [*prefix, {"type": "text", "text": "(cache warm-up)"}]}
+                    ],
+                    output_config=first["output_config"],
+                )
+            except (anthropic.AnthropicError, ValueError):
+                # Warming is an optimisation: the calls themselves will write the cache if it failed.
+                continue
+            total = total + usage_from(message.usage, first["model"])
+        return total

@@ -1,0 +1,177 @@
+"""What the Anthropic and OpenAI-compatible backends share: error messages that name the cause and what to do,
+the repair request, reading the final JSON, and one SDK client per event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from debates.agents.base import AgentRequest, BackendError, InvalidOutput, Usage
+
+REPAIR_TEXT_LIMIT = 20_000
+
+
+def repair_instruction(request: AgentRequest) -> str:
+    assert request.repair is not None
+    errors = "\n".join(f"- {error}" for error in request.repair.errors)
+    return (
+        "Your previous answer (above) was rejected by the validator:\n"
+        f"{errors}\n"
+        "Answer again with one corrected JSON object for the same task, matching the schema. JSON only."
+    )
+
+
+def repair_messages(request: AgentRequest) -> list[dict[str, Any]]:
+    """The conversation continued after an invalid answer: the answer, then what was wrong with it."""
+    if request.repair is None:
+        return []
+    return [
+        {"role": "assistant", "content": request.repair.text[:REPAIR_TEXT_LIMIT] or "(empty)"},
+        {"role": "user", "content": repair_instruction(request)},
+    ]
+
+
+def payload_parse(text: str, *, truncated: bool, max_tokens: int, usage: Usage) -> dict[str, Any]:
+    if truncated:
+        raise InvalidOutput(
+            text,
+            [
+                f"the answer was cut off at max_tokens ({max_tokens}) before the JSON was complete; "
+                "raise max_tokens for this role in DISPUTA_ROLES or ask for less"
+            ],
+            usage=usage,
+        )
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidOutput(text, [f"not valid JSON ({error})"], usage=usage) from None
+    if not isinstance(payload, dict):
+        raise InvalidOutput(text, [f"expected a JSON object, got {type(payload).__name__}"], usage=usage)
+    return payload
+
+
+def status_error(
+    *,
+    provider: str,
+    key_variable: str,
+    status: int,
+    error_type: str,
+    message: str,
+    model: str,
+    usage: Usage,
+) -> BackendError:
+    """A failed call, classified by HTTP status and the error body's type (a mid-stream error arrives with
+    status 200 and only its body says what it was)."""
+    detail = f"{error_type}: {message}" if error_type else message
+    if status == 401:
+        return BackendError(
+            f"{provider} rejected the API key (401 {detail}). Set a valid {key_variable} in the server's "
+            "environment and restart the server.",
+            retryable=False,
+            fatal=True,
+            kind="auth",
+            usage=usage,
+        )
+    if status == 402 or error_type == "billing_error":
+        return BackendError(
+            f"{provider} refused the call for billing reasons ({status} {detail}). Add credit or check the "
+            "account's billing, then re-run.",
+            retryable=False,
+            fatal=True,
+            kind="billing",
+            usage=usage,
+        )
+    if status == 403:
+        return BackendError(
+            f"The API key may not use this model or feature (403 {detail}). Choose another model or check the "
+            "key's permissions.",
+            retryable=False,
+            fatal=True,
+            kind="permission",
+            usage=usage,
+        )
+    if status == 404:
+        return BackendError(
+            f"Model {model!r} was not found at {provider} (404 {detail}). Choose a model the server offers.",
+            retryable=False,
+            fatal=True,
+            kind="not_found",
+            usage=usage,
+        )
+    if status == 429 or error_type == "rate_limit_error":
+        return BackendError(
+            f"Rate limited by {provider} ({status} {detail}), still after the SDK's own retries. The turn is "
+            "retried after a pause; if it keeps happening, run fewer seats in parallel or raise the rate limit.",
+            kind="rate_limit",
+            usage=usage,
+        )
+    if status == 529 or error_type == "overloaded_error":
+        where = "mid-stream; the partial answer was discarded" if status == 200 else f"HTTP {status}"
+        return BackendError(
+            f"{provider} is overloaded ({where}). The turn is retried after a pause.",
+            kind="overloaded",
+            usage=usage,
+        )
+    if status == 200:
+        return BackendError(
+            f"The {provider} stream broke off mid-turn ({detail}); the partial answer was discarded and the "
+            "turn is retried.",
+            kind="stream_error",
+            usage=usage,
+        )
+    if status >= 500 or status in (408, 409):
+        return BackendError(
+            f"{provider} had a server error ({status} {detail}). The turn is retried after a pause.",
+            kind="server_error",
+            usage=usage,
+        )
+    return BackendError(
+        f"{provider} rejected the request ({status} {detail}). This turn cannot succeed as sent; the protocol "
+        "goes on without it.",
+        retryable=False,
+        kind="bad_request",
+        usage=usage,
+    )
+
+
+def connection_error(*, provider: str, base_url: str, error: Exception, timeout: bool) -> BackendError:
+    if timeout:
+        return BackendError(
+            f"{provider} did not answer in time ({base_url}). The turn is retried; raise "
+            "DISPUTA_API_TIMEOUT_SECONDS if long answers are expected.",
+            kind="timeout",
+        )
+    return BackendError(
+        f"Could not connect to {provider} at {base_url} ({type(error).__name__}). Check the network or the "
+        "server's address; the turn is retried.",
+        kind="connection",
+    )
+
+
+def body_error(body: object) -> tuple[str, str]:
+    """(type, message) from an API error body (Anthropic `{"error": {"type", "message"}}` or OpenAI's)."""
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping):
+            return str(inner.get("type") or inner.get("code") or ""), str(inner.get("message") or "")
+    return "", ""
+
+
+class ClientPerLoop[C]:
+    """SDK clients hold connection pools bound to the event loop that created them."""
+
+    def __init__(self, factory: Callable[[], C]) -> None:
+        self._factory = factory
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, ...], C]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self, identity: tuple[str, ...]) -> C:
+        """`identity`: what the client was built from (endpoint, key); a change builds a new client."""
+        per_loop = self._clients.setdefault(asyncio.get_running_loop(), {})
+        if identity not in per_loop:
+            per_loop[identity] = self._factory()
+        return per_loop[identity]
