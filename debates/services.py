@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
+from debates.agents.base import default_model
 from debates.conf import conf
 from debates.engine.events import event_append, event_publish
 from debates.engine.view import run_view_load
@@ -96,7 +97,7 @@ def run_create(
             kb=kb,
             config=parsed.model_dump(mode="json"),
             backend=backend,
-            model=model or ("simulated" if backend == "simulated" else ""),
+            model=model or default_model(backend),
             seed=seed,
             backend_options=dict(backend_options or {}),
             budget_usd=budget_usd,

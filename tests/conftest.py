@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -14,6 +14,7 @@ from django.test import Client
 from debates import services
 from debates.engine.runner import run_execute
 from debates.models import Run
+from debates.testing.fake_llm import FakeLLMServer
 
 DUMMY_TASKS = {"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}}
 IMMEDIATE_TASKS = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
@@ -116,3 +117,42 @@ def run_to_stop(run: Run) -> str:
     outcome = async_to_sync(run_execute)(run.pk)
     run.refresh_from_db()
     return outcome
+
+
+# A long material, so the shared prompt prefix is above the models' minimum cacheable length.
+LONG_MATERIAL = MATERIAL + " " + " ".join(
+    f"Study {n} of the {('Stockholm', 'London', 'Singapore', 'Gothenburg')[n % 4]} scheme measured a traffic "
+    f"change of {10 + n % 17} percent over {2 + n % 5} years, with {('higher', 'lower', 'unchanged')[n % 3]} "
+    f"bus ridership and {('rising', 'falling', 'stable')[n % 3]} retail footfall in the charged zone."
+    for n in range(60)
+)
+FAKE_KEY = "sk-ant-test-DO-NOT-LEAK-4242"
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLMServer]:
+    """A local server speaking the Anthropic and OpenAI streaming wire formats, driven by the real SDKs."""
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def anthropic_api(fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, settings: Any) -> FakeLLMServer:
+    """The Anthropic backend pointed at the fake server, with a key only in the environment."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_llm.url)
+    settings.DISPUTA = {**settings.DISPUTA, "RETRY_BACKOFF_SECONDS": 0.01, "FLUSH_SECONDS": 0.02}
+    return fake_llm
+
+
+@pytest.fixture
+def openai_api(fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, settings: Any) -> FakeLLMServer:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    settings.DISPUTA = {
+        **settings.DISPUTA,
+        "OPENAI_BASE_URL": fake_llm.openai_url,
+        "OPENAI_MODELS": ["local-model"],
+        "RETRY_BACKOFF_SECONDS": 0.01,
+        "FLUSH_SECONDS": 0.02,
+    }
+    return fake_llm

@@ -162,3 +162,9 @@ def backend_choices() -> list[dict[str, Any]]:
             "disabled_reason": openai_unavailable_reason(),
         },
     ]
+
+
+def default_model(backend: str) -> str:
+    """The model a run uses when none is named: the first the backend offers."""
+    choice = next((b for b in backend_choices() if b["name"] == backend), None)
+    return choice["models"][0][0] if choice and choice["models"] else ""

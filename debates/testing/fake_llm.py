@@ -159,7 +159,13 @@ def simulated_reply(
     if step_match is None:
         return json.dumps({"text": "ok"})
     attrs = dict(_ATTR_RE.findall(step_match.group(1)))
-    context = _tag_json(text, "context", step_match.end(), {})
+    from debates.agents.prompts import context_expand
+
+    payloads = {
+        key: json.loads(payload)
+        for key, payload in re.findall(r'<turn key="([^"]+)"[^>]*>(.*?)</turn>', text, re.S)
+    }
+    context = context_expand(_tag_json(text, "context", step_match.end(), {}), payloads)
     topic = _tag_json(text, "topic", 0, "")
     material = _tag_json(text, "material", 0, "")
 

@@ -10,6 +10,8 @@ never as instructions; `<` is escaped inside the data so it cannot close or forg
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -69,6 +71,57 @@ def transcript_blocks(view: RunView) -> tuple[str, ...]:
     return tuple(blocks)
 
 
+SEE = re.compile(r"^(?P<key>\S+) (?P<field>[A-Za-z_]+)\[(?P<index>\d+)\]$")
+
+
+def context_compact(value: Any, payloads: Mapping[str, Any]) -> Any:
+    """The step's context without what the transcript already holds: a dict that contains a committed turn's
+    whole payload becomes {"see_turn": key, ...its other keys}, and a dict equal to an item of a list in a payload
+    becomes {"see": "key field[i]"}. The task then costs only its own tokens; the transcript is read from cache."""
+    items = {
+        data_json(item): f"{key} {name}[{index}]"
+        for key, payload in payloads.items()
+        if isinstance(payload, Mapping)
+        for name, field_value in payload.items()
+        if isinstance(field_value, list)
+        for index, item in enumerate(field_value)
+        if isinstance(item, Mapping)
+    }
+
+    def compact(node: Any) -> Any:
+        if isinstance(node, Mapping):
+            for key, payload in payloads.items():
+                if (
+                    payload
+                    and isinstance(payload, Mapping)
+                    and all(node.get(k) == v for k, v in payload.items())
+                ):
+                    return {"see_turn": key, **{k: compact(v) for k, v in node.items() if k not in payload}}
+            if data_json(node) in items:
+                return {"see": items[data_json(node)]}
+            return {k: compact(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [compact(item) for item in node]
+        return node
+
+    return compact(value)
+
+
+def context_expand(value: Any, payloads: Mapping[str, Any]) -> Any:
+    """The inverse of `context_compact`, given the transcript's payloads."""
+    if isinstance(value, Mapping):
+        if "see_turn" in value and value["see_turn"] in payloads:
+            rest = {k: context_expand(v, payloads) for k, v in value.items() if k != "see_turn"}
+            return {**payloads[value["see_turn"]], **rest}
+        found = SEE.match(str(value.get("see", ""))) if set(value) == {"see"} else None
+        if found and found["key"] in payloads:
+            return payloads[found["key"]][found["field"]][int(found["index"])]
+        return {k: context_expand(v, payloads) for k, v in value.items()}
+    if isinstance(value, list):
+        return [context_expand(item, payloads) for item in value]
+    return value
+
+
 def prompt_render(*, protocol: str, step: Step, view: RunView, schema_in_text: bool = False) -> Prompt:
     """`schema_in_text`: spell the output JSON schema out in the task, for servers without structured output."""
     path = PROMPT_DIR / protocol / f"{step.task}.{PROMPT_VERSION}.txt"
@@ -92,9 +145,12 @@ def prompt_render(*, protocol: str, step: Step, view: RunView, schema_in_text: b
         )
         if part
     )
+    payloads = {key: turn.payload for key, turn in view.turns.items() if turn.committed}
     task = (
         f'<step protocol="{protocol}" task="{step.task}" key="{step.key}" seat="{step.seat}"/>\n'
-        f"<context>{data_json(context)}</context>"
+        f"<context>{data_json(context_compact(context, payloads))}</context>\n"
+        'In the context, {"see_turn": K} stands for the payload of turn K in the transcript above, and '
+        '{"see": "K field[i]"} for item i of that field of turn K.'
     )
     if schema_in_text:
         task += "\nYour answer must be one JSON object valid against this JSON schema:\n" + json.dumps(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from debates import demo, services
+from debates.conf import conf
 from debates.engine.runner import run_execute
 from debates.engine.view import run_view_load
 from debates.protocols import registry
@@ -28,7 +30,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--protocol", required=True)
         parser.add_argument("--topic", required=True)
-        parser.add_argument("--kb", help="Slug of a knowledge base (arrives with the KB app).")
+        parser.add_argument("--kb", help="Slug of a knowledge base to debate over (see `import_kb`).")
         parser.add_argument(
             "--material", default=None, help="Free-text material; default: the demo material."
         )
@@ -43,10 +45,23 @@ class Command(BaseCommand):
             "--options", default="{}", help="Backend options as JSON, e.g. simulation branches."
         )
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument("--budget-usd", type=Decimal, help="Stop before a call that could go past this.")
+        parser.add_argument("--budget-tokens", type=int)
+        parser.add_argument(
+            "--yes",
+            action="store_true",
+            help="Approve the estimated cost even above the consent threshold (without it such a run is refused).",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        kb = None
         if opts["kb"]:
-            raise CommandError("--kb: knowledge bases are not available in this release; pass --material.")
+            from kb.models import KnowledgeBase
+
+            kb = KnowledgeBase.objects.filter(slug=opts["kb"]).first()
+            if kb is None:
+                slugs = ", ".join(KnowledgeBase.objects.values_list("slug", flat=True)) or "none imported"
+                raise CommandError(f"--kb: no knowledge base {opts['kb']!r} (available: {slugs}).")
         try:
             registry.get(opts["protocol"])
         except LookupError as error:
@@ -63,7 +78,7 @@ class Command(BaseCommand):
         if opts["material_file"]:
             material = opts["material_file"].read_text(encoding="utf-8")
         if material is None:
-            material = demo.DEMO_MATERIAL
+            material = "" if kb is not None else demo.DEMO_MATERIAL
         backend_options.setdefault("cps", 0)
         try:
             run = services.run_create(
@@ -74,11 +89,21 @@ class Command(BaseCommand):
                 backend=opts["backend"],
                 model=opts["model"],
                 seed=opts["seed"],
-                backend_options=backend_options,
+                backend_options=backend_options if opts["backend"] == "simulated" else {},
+                kb=kb,
+                budget_usd=opts["budget_usd"],
+                budget_tokens=opts["budget_tokens"],
+                consented=opts["yes"],
                 enqueue=False,
             )
         except (ValidationError, ValueError) as error:
             raise CommandError(f"Invalid run: {error}") from None
+        if run.consent == "required":
+            services.run_consent(run_id=run.pk, approve=False, user=None)
+            raise CommandError(
+                f"Run {run.pk}: the estimated cost ${run.estimate_usd:.2f} is above the consent threshold "
+                f"${conf('CONSENT_THRESHOLD_USD')}; re-run with --yes to approve it (the run was cancelled)."
+            )
 
         protocol = registry.get(run.protocol)
         total = protocol.expected_turns(run_view_load(run))

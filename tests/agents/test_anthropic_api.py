@@ -1,0 +1,344 @@
+"""The Anthropic backend, driven through the real SDK against a local server speaking the SSE wire format."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from debates import services
+from debates.agents.base import backend_choices
+from debates.exports import run_export_json
+from debates.models import Run, RunEvent, RunStatus, Turn, TurnStatus
+from debates.testing.fake_llm import Fault, FakeLLMServer, RecordedRequest
+from tests.conftest import EXPECTED_KEYS, FAKE_KEY, LONG_MATERIAL, run_to_stop
+
+MODEL = "claude-sonnet-5-5"
+# Sonnet 5.5, USD per million tokens, written out here independently of the settings' table.
+SONNET = {"input": 2, "write": Decimal("2.50"), "read": Decimal("0.10"), "output": 10}
+
+
+def step_key(request: RecordedRequest) -> str:
+    """The step a request was made for ('' for a cache warm-up)."""
+    last = request.body["messages"][0]["content"][-1]["text"]
+    found = re.search(r'<step [^>]*key="([^"]+)"', last)
+    return found.group(1) if found else ""
+
+
+def calls(server: FakeLLMServer, key: str) -> list[RecordedRequest]:
+    return [r for r in server.requests if r.api == "anthropic" and step_key(r) == key]
+
+
+def warmups(server: FakeLLMServer) -> list[RecordedRequest]:
+    return [r for r in server.requests if r.api == "anthropic" and r.body.get("max_tokens") == 0]
+
+
+@pytest.fixture
+def make_paid_run(make_run: Any, anthropic_api: FakeLLMServer) -> Any:
+    def make(**overrides: Any) -> Run:
+        return make_run(
+            backend="anthropic", model=MODEL, material=LONG_MATERIAL, backend_options={}, **overrides
+        )
+
+    return make
+
+
+@pytest.mark.django_db(transaction=True)
+class FullDebateTests:
+    def test_a_cross_examination_completes_on_the_real_sdk(self, make_paid_run: Any, anthropic_api: Any):
+        run = make_paid_run()
+        assert run_to_stop(run) == "done"
+        assert run.status == RunStatus.COMPLETED
+        turns = {t.key: t for t in run.turns.all()}
+        assert set(turns) == EXPECTED_KEYS
+        assert all(t.status == TurnStatus.COMMITTED and t.attempt == 1 for t in turns.values())
+        assert all(t.model == MODEL and t.backend == "anthropic" for t in turns.values())
+        turn_requests = [r for r in anthropic_api.requests if step_key(r)]
+        assert len(turn_requests) == len(EXPECTED_KEYS)  # one call per turn: nothing was repeated
+        for request in turn_requests:
+            body = request.body
+            assert body["output_config"]["format"]["type"] == "json_schema"
+            assert "tool_choice" not in body and "tools" not in body  # forced tools return 400 on 5.5 models
+            assert body["model"] == MODEL
+
+    def test_per_role_effort_and_max_tokens_are_sent(self, make_paid_run: Any, anthropic_api: Any):
+        run = make_paid_run()
+        run_to_stop(run)
+        analyst = calls(anthropic_api, "r1/analysis/analyst-ada")[0].body
+        examiner = calls(anthropic_api, "r2/questions/examiner")[0].body
+        assert (analyst["max_tokens"], analyst["output_config"]["effort"]) == (4096, "medium")
+        assert (examiner["max_tokens"], examiner["output_config"]["effort"]) == (6144, "high")
+
+    def test_cache_fields_are_recorded_and_cost_is_exact(self, make_paid_run: Any, anthropic_api: Any):
+        run = make_paid_run()
+        run_to_stop(run)
+        total = Decimal(0)
+        for turn in run.turns.all():
+            (request,) = calls(anthropic_api, turn.key)
+            usage = request.usage
+            assert turn.input_tokens == usage["input_tokens"]
+            assert turn.cache_write_tokens == usage["cache_creation_input_tokens"]
+            assert turn.cache_read_tokens == usage["cache_read_input_tokens"]
+            assert turn.output_tokens == usage["output_tokens"]
+            expected = (
+                usage["input_tokens"] * SONNET["input"]
+                + usage["cache_creation_input_tokens"] * SONNET["write"]
+                + usage["cache_read_input_tokens"] * SONNET["read"]
+                + usage["output_tokens"] * SONNET["output"]
+            ) / Decimal(1_000_000)
+            assert turn.cost_usd == expected.quantize(Decimal("0.000001"))
+            total += turn.cost_usd
+        for request in warmups(anthropic_api):
+            usage = request.usage
+            total += (
+                (
+                    usage["input_tokens"] * SONNET["input"]
+                    + usage["cache_creation_input_tokens"] * SONNET["write"]
+                    + usage["cache_read_input_tokens"] * SONNET["read"]
+                )
+                / Decimal(1_000_000)
+            ).quantize(Decimal("0.000001"))
+        assert run.cost_usd == total > 0
+        assert sum(t.cache_read_tokens for t in run.turns.all()) > 0  # caching really happened
+
+    def test_the_shared_prefix_is_identical_across_seats_with_its_breakpoints(
+        self, make_paid_run: Any, anthropic_api: Any
+    ):
+        run_to_stop(make_paid_run())
+        answers = [calls(anthropic_api, f"r3/answers/analyst-{n}")[0].body for n in ("ada", "bo", "cy")]
+        assessment = calls(anthropic_api, "r4/assessment/examiner")[0].body
+        system = answers[0]["system"]
+        assert system[0]["cache_control"] == {"type": "ephemeral"}
+        prefixes = [body["messages"][0]["content"][:-1] for body in answers]
+        assert prefixes[0] == prefixes[1] == prefixes[2]
+        assert all(body["system"] == system for body in [*answers, assessment])
+        assert len(prefixes[0]) == 4  # three analyses and the examiner's questions, one block per turn
+        assert prefixes[0][-1]["cache_control"] == {"type": "ephemeral"}
+        assert all("cache_control" not in block for block in prefixes[0][:-1])
+        # The persona comes after every breakpoint and is the only part that differs between seats.
+        personas = [body["messages"][0]["content"][-1] for body in answers]
+        assert len({p["text"] for p in personas}) == 3 and all("cache_control" not in p for p in personas)
+        # The judge-like examiner's last turn extends the same prefix with the answers.
+        later = assessment["messages"][0]["content"][:-1]
+        assert later[: len(prefixes[0]) - 1] == [
+            {k: v for k, v in block.items() if k != "cache_control"} for block in prefixes[0][:-1]
+        ]
+
+    def test_a_parallel_stage_pays_one_cache_write(self, make_paid_run: Any, anthropic_api: Any):
+        run_to_stop(make_paid_run())
+        analyses = [calls(anthropic_api, f"r1/analysis/analyst-{n}")[0] for n in ("ada", "bo", "cy")]
+        answers = [calls(anthropic_api, f"r3/answers/analyst-{n}")[0] for n in ("ada", "bo", "cy")]
+        assert len(warmups(anthropic_api)) == 2  # before round 1 and before round 3, the parallel stages
+        for request in [*analyses, *answers]:
+            assert request.usage["cache_creation_input_tokens"] == 0
+            assert request.usage["cache_read_input_tokens"] > 0
+        warmed = RunEvent.objects.filter(kind="run_charged").count()
+        assert warmed == 2
+
+
+@pytest.mark.django_db(transaction=True)
+class FaultTests:
+    def test_a_mid_stream_error_is_retried_by_the_engine(self, make_paid_run: Any, anthropic_api: Any):
+        anthropic_api.faults.append(
+            Fault(kind="midstream", error_type="overloaded_error", match='key="r1/analysis/analyst-bo"')
+        )
+        run = make_paid_run()
+        assert run_to_stop(run) == "done"
+        turn = run.turns.get(key="r1/analysis/analyst-bo")
+        assert turn.status == TurnStatus.COMMITTED and turn.attempt == 2
+        first, second = calls(anthropic_api, turn.key)
+        assert first.fault == "midstream:overloaded_error" and second.fault == ""
+        restarted = RunEvent.objects.get(run=run, kind="turn_restarted")
+        assert "overloaded" in restarted.payload["reason"] and "discarded" in restarted.payload["reason"]
+        # Billed for both calls: the failed one's prompt (as reported at message_start) and the good one.
+        assert turn.input_tokens == first.usage["input_tokens"] + second.usage["input_tokens"]
+        assert turn.output_tokens >= second.usage["output_tokens"]
+
+    def test_overload_and_rate_limit_before_the_stream_are_retried_by_the_sdk(
+        self, make_paid_run: Any, anthropic_api: Any
+    ):
+        anthropic_api.faults += [
+            Fault(kind="status", status=529, retry_after_ms=10, match='key="r1/analysis/analyst-ada"'),
+            Fault(
+                kind="status",
+                status=429,
+                error_type="rate_limit_error",
+                message="Rate limited",
+                retry_after_ms=10,
+                match='key="r2/questions/examiner"',
+            ),
+        ]
+        run = make_paid_run()
+        assert run_to_stop(run) == "done"
+        for key in ("r1/analysis/analyst-ada", "r2/questions/examiner"):
+            requests = calls(anthropic_api, key)
+            assert len(requests) == 2
+            assert requests[1].headers["x-stainless-retry-count"] == "1"
+            assert run.turns.get(key=key).attempt == 1  # the engine never saw it
+
+    def test_rate_limits_past_the_sdk_retries_fail_the_turn_with_what_to_do(
+        self, make_paid_run: Any, anthropic_api: Any, settings: Any
+    ):
+        settings.DISPUTA = {**settings.DISPUTA, "SDK_MAX_RETRIES": 0, "MAX_ATTEMPTS": 2}
+        anthropic_api.faults.append(
+            Fault(
+                kind="status",
+                status=429,
+                error_type="rate_limit_error",
+                message="Number of requests has exceeded your rate limit",
+                match='key="r1/analysis/analyst-cy"',
+                times=5,
+            )
+        )
+        run = make_paid_run()
+        run_to_stop(run)
+        turn = run.turns.get(key="r1/analysis/analyst-cy")
+        assert turn.status == TurnStatus.FAILED
+        assert "Rate limited by Anthropic (429" in turn.error
+        assert "run fewer seats in parallel or raise the rate limit" in turn.error
+        assert "(after 2 attempts)" in turn.error
+        assert run.status == RunStatus.COMPLETED  # the protocol degraded: two analysts went on
+
+    def test_a_rejected_key_fails_the_run_at_once_and_names_the_fix(
+        self, make_paid_run: Any, anthropic_api: Any
+    ):
+        anthropic_api.faults.append(
+            Fault(
+                kind="status",
+                status=401,
+                error_type="authentication_error",
+                message="invalid x-api-key",
+                times=50,
+            )
+        )
+        run = make_paid_run()
+        assert run_to_stop(run) == "failed"
+        assert run.status == RunStatus.FAILED
+        assert "rejected the API key" in run.status_reason
+        assert "ANTHROPIC_API_KEY" in run.status_reason
+        assert FAKE_KEY not in run.status_reason
+        assert not run.turns.filter(status=TurnStatus.STREAMING).exists()
+        assert not run.turns.filter(status=TurnStatus.COMMITTED).exists()
+
+    def test_invalid_json_is_repaired_once(self, make_paid_run: Any, anthropic_api: Any):
+        anthropic_api.faults.append(
+            Fault(kind="text", text='{"summary": "cut', match='key="r1/analysis/analyst-ada"')
+        )
+        run = make_paid_run()
+        assert run_to_stop(run) == "done"
+        turn = run.turns.get(key="r1/analysis/analyst-ada")
+        assert turn.status == TurnStatus.COMMITTED and turn.attempt == 2
+        bad, repaired = calls(anthropic_api, turn.key)
+        assert [m["role"] for m in repaired.body["messages"]] == ["user", "assistant", "user"]
+        assert repaired.body["messages"][1]["content"] == '{"summary": "cut'
+        assert "not valid JSON" in repaired.body["messages"][2]["content"]
+        assert turn.input_tokens == bad.usage["input_tokens"] + repaired.usage["input_tokens"]
+
+    def test_output_still_invalid_after_the_repair_fails_the_turn_honestly(
+        self, make_paid_run: Any, anthropic_api: Any
+    ):
+        # Valid JSON, wrong shape: the schema check names the field.
+        anthropic_api.faults.append(
+            Fault(kind="text", text='{"summary": "no claims"}', match='key="r1/analysis/analyst-ada"', times=2)
+        )
+        run = make_paid_run()
+        run_to_stop(run)
+        turn = run.turns.get(key="r1/analysis/analyst-ada")
+        assert turn.status == TurnStatus.FAILED
+        assert turn.error.startswith("Invalid output: claims: Field required")
+        assert turn.error.endswith("(still invalid after one repair)")
+        assert len(calls(anthropic_api, turn.key)) == 2  # one repair, no more
+        assert run.status == RunStatus.COMPLETED  # the protocol went on without that analyst
+
+    def test_protocol_rules_the_schema_cannot_express_are_repaired_too(
+        self, make_paid_run: Any, anthropic_api: Any
+    ):
+        duplicate = {
+            "summary": "Two claims with the same id.",
+            "claims": [
+                {"id": "c1", "text": "A.", "evidence": [{"quote": "Traffic fell.", "source": "m"}], "confidence": 0.5},
+                {"id": "c1", "text": "B.", "evidence": [{"quote": "Support rose.", "source": "m"}], "confidence": 0.5},
+            ],
+        }
+        anthropic_api.faults.append(
+            Fault(kind="text", text=json.dumps(duplicate), match='key="r1/analysis/analyst-bo"')
+        )
+        run = make_paid_run()
+        run_to_stop(run)
+        _, repaired = calls(anthropic_api, "r1/analysis/analyst-bo")
+        assert "claim id c1 is used twice" in repaired.body["messages"][2]["content"]
+        assert run.turns.get(key="r1/analysis/analyst-bo").status == TurnStatus.COMMITTED
+
+
+@pytest.mark.django_db(transaction=True)
+class BudgetTests:
+    def test_the_budget_stops_the_run_before_a_call_that_could_exceed_it(
+        self, make_paid_run: Any, anthropic_api: Any
+    ):
+        run = make_paid_run(budget_usd=Decimal("0.10"))
+        assert run_to_stop(run) == "paused"
+        assert run.status == RunStatus.PAUSED and run.budget_stopped
+        assert run.status_reason.startswith("Budget reached: $")
+        assert "Raise the budget" in run.status_reason
+        assert run.cost_usd <= Decimal("0.10")  # never over: every call is checked at its worst case
+        committed = run.turns.filter(status=TurnStatus.COMMITTED).count()
+        assert 0 < committed < len(EXPECTED_KEYS)
+        made = len([r for r in anthropic_api.requests if step_key(r)])
+        assert made == committed  # the call that did not fit was never made
+
+        services.run_budget_set(run_id=run.pk, budget_usd=Decimal("5"), budget_tokens=None, user=None)
+        assert run_to_stop(run) == "done"
+        assert run.status == RunStatus.COMPLETED and not run.budget_stopped
+        assert run.turns.filter(status=TurnStatus.COMMITTED).count() == len(EXPECTED_KEYS)
+
+    def test_a_token_budget_stops_the_run_too(self, make_paid_run: Any, anthropic_api: Any):
+        run = make_paid_run(budget_tokens=30_000)
+        assert run_to_stop(run) == "paused"
+        assert run.status_reason.startswith("Token budget reached:")
+        assert run.total_tokens <= 30_000
+
+
+@pytest.mark.django_db(transaction=True)
+class SecretTests:
+    def test_the_key_never_reaches_the_database_pages_exports_or_logs(
+        self, make_paid_run: Any, anthropic_api: Any, moderator_client: Client, caplog: Any
+    ):
+        caplog.set_level(logging.DEBUG)
+        anthropic_api.faults.append(Fault(kind="midstream", match='key="r3/answers/analyst-bo"'))
+        run = make_paid_run()
+        run_to_stop(run)
+        dump = io.StringIO()
+        call_command("dumpdata", "debates", "kb", "auth", stdout=dump)
+        assert FAKE_KEY not in dump.getvalue()
+        page = moderator_client.get(f"/runs/{run.pk}/").content.decode()
+        form = moderator_client.get("/runs/new/").content.decode()
+        export = json.dumps(run_export_json(run))
+        for text in (page, form, export, caplog.text):
+            assert FAKE_KEY not in text
+        sent = anthropic_api.requests[0].headers
+        assert FAKE_KEY in sent.get("x-api-key", "") + sent.get("authorization", "")  # it was really used
+
+
+class AvailabilityTests:
+    def test_without_a_key_the_backend_is_listed_but_disabled_with_the_reason(
+        self, monkeypatch: pytest.MonkeyPatch
+    ):
+        monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+        monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+        choice = next(b for b in backend_choices() if b["name"] == "anthropic")
+        assert choice["disabled_reason"] == "ANTHROPIC_API_KEY is not set in the server's environment."
+        assert MODEL in [model for model, _ in choice["models"]]
+
+    def test_with_a_key_it_is_enabled_with_the_priced_models(self, monkeypatch: pytest.MonkeyPatch):
+        monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+        choice = next(b for b in backend_choices() if b["name"] == "anthropic")
+        assert choice["disabled_reason"] == ""
+        assert choice["models"][0][0] == MODEL  # the default first
+        assert "$2 in / $10 out per M tokens" in choice["models"][0][1]
