@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 
 import pytest
 
@@ -135,3 +136,88 @@ class ResumeTests:
         ready, next_expiry = services.runs_resumable(now=now)
         assert sorted(ready) == sorted([dead.pk, fresh.pk])
         assert next_expiry == now + timedelta(seconds=30)
+
+
+@pytest.mark.django_db(transaction=True)
+class CostGateTests:
+    """Seed 001's cost gate: a paid run above the consent threshold waits for a moderator before any call."""
+
+    def test_a_run_above_the_threshold_waits_for_consent_and_calls_nothing(
+        self, make_run, anthropic_api, settings, moderator
+    ):
+        settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0.01"}
+        run = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        assert run.consent == "required" and run.status == "awaiting_human"
+        assert run.awaiting == ["consent"]
+        assert run.estimate_usd > Decimal("0.01")
+        assert f"${run.estimate_usd:.2f}" in run.status_reason
+        assert run_to_stop(run) == "waiting"  # a runner that starts anyway (e.g. resume) calls nothing
+        assert not anthropic_api.requests and not run.turns.exists()
+
+        key = uuid.uuid4()
+        assert services.run_consent(run_id=run.pk, approve=True, user=moderator, client_uuid=key)
+        assert not services.run_consent(run_id=run.pk, approve=True, user=moderator, client_uuid=key)
+        run.refresh_from_db()
+        assert (run.consent, run.status) == ("approved", "queued")
+        assert f"approved by {moderator.username}" in run.status_reason
+        assert run_to_stop(run) == "done"
+        assert HumanAction.objects.filter(run=run, kind="consent").count() == 1
+
+    def test_declining_cancels_the_run_without_a_call(self, make_run, anthropic_api, settings, moderator):
+        settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0.01"}
+        run = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        services.run_consent(run_id=run.pk, approve=False, user=moderator)
+        run.refresh_from_db()
+        assert run.status == "cancelled" and "; no model was called" in run.status_reason
+        assert not anthropic_api.requests
+
+    def test_under_the_threshold_the_run_is_approved_automatically(self, make_run, anthropic_api):
+        run = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        assert run.consent == "auto" and run.status == "queued"
+        event = RunEvent.objects.get(run=run, kind="cost_estimated")
+        assert event.payload["consent"] == "auto" and event.payload["threshold"] == "0.50"
+        assert Decimal(event.payload["estimate"]["cost_usd"]) == run.estimate_usd < Decimal("0.50")
+
+    def test_simulated_runs_cost_nothing_and_need_no_estimate(self, make_run):
+        run = make_run()
+        assert run.consent == "" and run.estimate is None and run.status == "queued"
+
+    def test_the_estimate_grows_with_the_material_and_errs_high(self, make_run, anthropic_api):
+        from tests.conftest import LONG_MATERIAL
+
+        short = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        long = make_run(
+            backend="anthropic", model="claude-sonnet-5-5", backend_options={}, material=LONG_MATERIAL
+        )
+        assert long.estimate_usd > short.estimate_usd
+        run_to_stop(long)
+        assert long.cost_usd < long.estimate_usd  # the estimate assumes no cache hits
+
+
+@pytest.mark.django_db(transaction=True)
+class BudgetServiceTests:
+    def test_setting_a_budget_is_recorded_once(self, make_run, moderator):
+        run = make_run()
+        key = uuid.uuid4()
+        args = {"run_id": run.pk, "budget_usd": Decimal("2"), "budget_tokens": 1000, "user": moderator}
+        assert services.run_budget_set(**args, client_uuid=key)
+        assert not services.run_budget_set(**args, client_uuid=key)
+        run.refresh_from_db()
+        assert (run.budget_usd, run.budget_tokens) == (Decimal("2"), 1000)
+        assert RunEvent.objects.filter(run=run, kind="budget_set").count() == 1
+
+    def test_a_token_budget_stops_a_simulated_run_and_raising_it_resumes(self, make_run, moderator):
+        run = make_run(budget_tokens=15_000)
+        assert run_to_stop(run) == "paused"
+        assert run.budget_stopped and run.status_reason.startswith("Token budget reached:")
+        assert run.total_tokens <= 15_000
+        services.run_budget_set(run_id=run.pk, budget_usd=None, budget_tokens=None, user=moderator)
+        run.refresh_from_db()
+        assert not run.budget_stopped and not run.pause_requested
+        assert run_to_stop(run) == "done"
+
+    def test_a_finished_run_refuses_a_budget_change(self, make_run, moderator):
+        run = make_run()
+        run_to_stop(run)
+        with pytest.raises(services.ActionRefused, match="completed"):
+            services.run_budget_set(run_id=run.pk, budget_usd=Decimal(1), budget_tokens=None, user=moderator)
