@@ -120,11 +120,15 @@ def run_to_stop(run: Run) -> str:
 
 
 # A long material, so the shared prompt prefix is above the models' minimum cacheable length.
-LONG_MATERIAL = MATERIAL + " " + " ".join(
-    f"Study {n} of the {('Stockholm', 'London', 'Singapore', 'Gothenburg')[n % 4]} scheme measured a traffic "
-    f"change of {10 + n % 17} percent over {2 + n % 5} years, with {('higher', 'lower', 'unchanged')[n % 3]} "
-    f"bus ridership and {('rising', 'falling', 'stable')[n % 3]} retail footfall in the charged zone."
-    for n in range(60)
+LONG_MATERIAL = (
+    MATERIAL
+    + " "
+    + " ".join(
+        f"Study {n} of the {('Stockholm', 'London', 'Singapore', 'Gothenburg')[n % 4]} scheme measured a traffic "
+        f"change of {10 + n % 17} percent over {2 + n % 5} years, with {('higher', 'lower', 'unchanged')[n % 3]} "
+        f"bus ridership and {('rising', 'falling', 'stable')[n % 3]} retail footfall in the charged zone."
+        for n in range(60)
+    )
 )
 FAKE_KEY = "sk-ant-test-DO-NOT-LEAK-4242"
 

@@ -19,7 +19,8 @@ from typing import Any
 import anthropic
 
 from debates.agents.base import AgentRequest, BackendError, Delta, Result, Usage
-from debates.agents.pricing import call_estimate, price_table, tokens_estimate, usage_priced
+from debates.agents.catalog import anthropic_unavailable_reason
+from debates.agents.pricing import call_estimate, tokens_estimate, usage_priced
 from debates.agents.prompts import Prompt, prompt_render
 from debates.agents.remote import (
     ClientPerLoop,
@@ -36,22 +37,6 @@ KEY_VARIABLE = "ANTHROPIC_API_KEY"
 EPHEMERAL = {"type": "ephemeral"}
 # Below this the prefix may not be cached at all (512-4,096 tokens depending on the model): not worth a warm-up.
 MIN_WARM_TOKENS = 1024
-
-
-def anthropic_unavailable_reason() -> str:
-    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
-        return "ANTHROPIC_API_KEY is not set in the server's environment."
-    return ""
-
-
-def anthropic_models() -> list[tuple[str, str]]:
-    models = [
-        (model, f"{entry.get('label', model)} (${entry['input']} in / ${entry['output']} out per M tokens)")
-        for model, entry in price_table()["models"].items()
-        if entry.get("provider") == "anthropic"
-    ]
-    default = conf("DEFAULT_MODEL")["anthropic"]
-    return sorted(models, key=lambda item: item[0] != default)
 
 
 def _base_url() -> str:
@@ -135,8 +120,10 @@ class AnthropicBackend:
         return BackendError(f"The Anthropic SDK failed: {error}", kind="sdk", usage=usage)
 
     def estimate(self, request: AgentRequest) -> Usage:
-        prompt = prompt_render(protocol=request.protocol, step=request.step, view=request.view)
-        return call_estimate(request.model, prompt.text, request.max_tokens)
+        params = request_params(request)
+        sent = [params["system"][0]["text"], *(b["text"] for b in params["messages"][0]["content"])]
+        sent += [str(m["content"]) for m in params["messages"][1:]]  # a repair's answer and errors
+        return call_estimate(request.model, "\n\n".join(sent), request.max_tokens)
 
     async def stream(self, request: AgentRequest) -> AsyncIterator[Delta | Result]:
         params = request_params(request)

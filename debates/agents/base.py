@@ -5,6 +5,7 @@ call) and may warm a prompt cache shared by the parallel calls of a stage (`warm
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
@@ -115,23 +116,25 @@ class AgentBackend(Protocol):
         ...
 
 
-def backend_get(name: str) -> AgentBackend:
-    from debates.agents.anthropic_api import AnthropicBackend
-    from debates.agents.openai_compat import OpenAICompatibleBackend
-    from debates.agents.simulated import SimulatedBackend
+BACKENDS = {
+    "simulated": ("debates.agents.simulated", "SimulatedBackend"),
+    "anthropic": ("debates.agents.anthropic_api", "AnthropicBackend"),
+    "openai": ("debates.agents.openai_compat", "OpenAICompatibleBackend"),
+}
 
-    backends: dict[str, type[AgentBackend]] = {
-        "simulated": SimulatedBackend,
-        "anthropic": AnthropicBackend,
-        "openai": OpenAICompatibleBackend,
-    }
-    if name not in backends:
+
+def backend_get(name: str) -> AgentBackend:
+    """The backend, imported on first use: only the SDK a run calls is loaded (each takes about a second)."""
+    if name not in BACKENDS:
         raise BackendError(
             f"Backend {name!r} is not available in this installation. Choose simulated, anthropic or openai.",
             retryable=False,
             fatal=True,
         )
-    return _instances.setdefault(name, backends[name]())
+    if name not in _instances:
+        module, cls = BACKENDS[name]
+        _instances[name] = getattr(importlib.import_module(module), cls)()
+    return _instances[name]
 
 
 _instances: dict[str, AgentBackend] = {}
@@ -139,8 +142,12 @@ _instances: dict[str, AgentBackend] = {}
 
 def backend_choices() -> list[dict[str, Any]]:
     """Backends for the new-run form: their models, and the reason a backend cannot be chosen."""
-    from debates.agents.anthropic_api import anthropic_models, anthropic_unavailable_reason
-    from debates.agents.openai_compat import openai_models, openai_unavailable_reason
+    from debates.agents.catalog import (
+        anthropic_models,
+        anthropic_unavailable_reason,
+        openai_models,
+        openai_unavailable_reason,
+    )
 
     return [
         {

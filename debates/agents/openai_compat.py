@@ -16,6 +16,7 @@ from typing import Any
 import openai
 
 from debates.agents.base import AgentRequest, BackendError, Delta, Result, Usage
+from debates.agents.catalog import OFFICIAL_OPENAI_BASE_URL, openai_base_url, openai_unavailable_reason
 from debates.agents.pricing import call_estimate, usage_priced
 from debates.agents.prompts import prompt_render
 from debates.agents.remote import (
@@ -30,28 +31,11 @@ from debates.conf import conf
 
 PROVIDER = "the OpenAI-compatible server"
 KEY_VARIABLE = "OPENAI_API_KEY"
-OFFICIAL_BASE_URL = "https://api.openai.com/v1"
-
-
-def _base_url() -> str:
-    return conf("OPENAI_BASE_URL") or OFFICIAL_BASE_URL
-
-
-def openai_unavailable_reason() -> str:
-    if not conf("OPENAI_BASE_URL") and not os.environ.get("OPENAI_API_KEY"):
-        return "Set OPENAI_BASE_URL (a local server) or OPENAI_API_KEY in the server's environment."
-    if not conf("OPENAI_MODELS"):
-        return "Name the models to offer in DISPUTA_OPENAI_MODELS (comma-separated)."
-    return ""
-
-
-def openai_models() -> list[tuple[str, str]]:
-    return [(model, model) for model in conf("OPENAI_MODELS")]
 
 
 def _new_client() -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(
-        base_url=_base_url(),
+        base_url=openai_base_url(),
         # Local servers need no key, but the SDK insists on one.
         api_key=os.environ.get("OPENAI_API_KEY") or "no-key-needed",
         max_retries=conf("SDK_MAX_RETRIES"),
@@ -75,7 +59,9 @@ def request_params(request: AgentRequest) -> dict[str, Any]:
         "stream_options": {"include_usage": True},
     }
     # OpenAI's reasoning models refuse `max_tokens`; local servers may not know `max_completion_tokens`.
-    params["max_completion_tokens" if _base_url() == OFFICIAL_BASE_URL else "max_tokens"] = request.max_tokens
+    params[
+        "max_completion_tokens" if openai_base_url().rstrip("/") == OFFICIAL_OPENAI_BASE_URL else "max_tokens"
+    ] = request.max_tokens
     if mode == "json_schema":
         params["response_format"] = {
             "type": "json_schema",
@@ -118,7 +104,10 @@ class OpenAICompatibleBackend:
         reason = openai_unavailable_reason()
         if reason:
             raise BackendError(reason, retryable=False, fatal=True, kind="auth")
-        identity = (_base_url(), hashlib.sha256(os.environ.get("OPENAI_API_KEY", "").encode()).hexdigest())
+        identity = (
+            openai_base_url(),
+            hashlib.sha256(os.environ.get("OPENAI_API_KEY", "").encode()).hexdigest(),
+        )
         return self._clients.get(identity)
 
     def _error(self, error: Exception, model: str) -> BackendError:
@@ -136,7 +125,7 @@ class OpenAICompatibleBackend:
         if isinstance(error, openai.APIConnectionError):
             return connection_error(
                 provider=PROVIDER,
-                base_url=_base_url(),
+                base_url=openai_base_url(),
                 error=error,
                 timeout=isinstance(error, openai.APITimeoutError),
             )
@@ -154,8 +143,10 @@ class OpenAICompatibleBackend:
         return BackendError(f"The openai SDK failed: {error}", kind="sdk")
 
     def estimate(self, request: AgentRequest) -> Usage:
-        prompt = prompt_render(protocol=request.protocol, step=request.step, view=request.view)
-        return call_estimate(request.model, prompt.text, request.max_tokens)
+        messages = request_params(request)["messages"]
+        return call_estimate(
+            request.model, "\n\n".join(str(m["content"]) for m in messages), request.max_tokens
+        )
 
     async def stream(self, request: AgentRequest) -> AsyncIterator[Delta | Result]:
         params = request_params(request)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from decimal import Decimal
+from dataclasses import dataclass, replace
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from django.conf import settings
@@ -86,6 +86,13 @@ def tokens_estimate(text: str) -> int:
 
 
 def call_estimate(model: str, prompt_text: str, max_tokens: int) -> Usage:
-    """The most a call can cost: the whole prompt uncached and `max_tokens` of output."""
+    """The most a call can cost: the whole prompt at the dearer of the uncached and the (5-minute) cache-write
+    rate, since a call may write its prefix, and `max_tokens` of output. Rounded up, never down."""
     prompt = tokens_estimate(prompt_text)
-    return usage_priced(model, Usage(input_tokens=prompt, output_tokens=max_tokens))
+    usage = Usage(input_tokens=prompt, output_tokens=max_tokens)
+    price = price_get(model, prompt_tokens=prompt)
+    if price is None:
+        return usage
+    dearest = max(price.input, price.cache_write_5m)
+    cost = (prompt * dearest + max_tokens * price.output) / MILLION
+    return replace(usage, cost_usd=cost.quantize(CENT_FRACTION, rounding=ROUND_CEILING))

@@ -66,9 +66,10 @@ def status_error(
     """A failed call, classified by HTTP status and the error body's type (a mid-stream error arrives with
     status 200 and only its body says what it was)."""
     detail = f"{error_type}: {message}" if error_type else message
+    opening = provider[:1].upper() + provider[1:]  # "the OpenAI-compatible server" opens a sentence too
     if status == 401:
         return BackendError(
-            f"{provider} rejected the API key (401 {detail}). Set a valid {key_variable} in the server's "
+            f"{opening} rejected the API key (401 {detail}). Set a valid {key_variable} in the server's "
             "environment and restart the server.",
             retryable=False,
             fatal=True,
@@ -77,7 +78,7 @@ def status_error(
         )
     if status == 402 or error_type == "billing_error":
         return BackendError(
-            f"{provider} refused the call for billing reasons ({status} {detail}). Add credit or check the "
+            f"{opening} refused the call for billing reasons ({status} {detail}). Add credit or check the "
             "account's billing, then re-run.",
             retryable=False,
             fatal=True,
@@ -111,25 +112,25 @@ def status_error(
     if status == 529 or error_type == "overloaded_error":
         where = "mid-stream; the partial answer was discarded" if status == 200 else f"HTTP {status}"
         return BackendError(
-            f"{provider} is overloaded ({where}). The turn is retried after a pause.",
+            f"{opening} is overloaded ({where}). The turn is retried after a pause.",
             kind="overloaded",
             usage=usage,
         )
     if status == 200:
         return BackendError(
-            f"The {provider} stream broke off mid-turn ({detail}); the partial answer was discarded and the "
+            f"The stream from {provider} broke off mid-turn ({detail}); the partial answer was discarded and the "
             "turn is retried.",
             kind="stream_error",
             usage=usage,
         )
     if status >= 500 or status in (408, 409):
         return BackendError(
-            f"{provider} had a server error ({status} {detail}). The turn is retried after a pause.",
+            f"{opening} had a server error ({status} {detail}). The turn is retried after a pause.",
             kind="server_error",
             usage=usage,
         )
     return BackendError(
-        f"{provider} rejected the request ({status} {detail}). This turn cannot succeed as sent; the protocol "
+        f"{opening} rejected the request ({status} {detail}). This turn cannot succeed as sent; the protocol "
         "goes on without it.",
         retryable=False,
         kind="bad_request",
@@ -140,7 +141,7 @@ def status_error(
 def connection_error(*, provider: str, base_url: str, error: Exception, timeout: bool) -> BackendError:
     if timeout:
         return BackendError(
-            f"{provider} did not answer in time ({base_url}). The turn is retried; raise "
+            f"{provider[:1].upper() + provider[1:]} did not answer in time ({base_url}). The turn is retried; raise "
             "DISPUTA_API_TIMEOUT_SECONDS if long answers are expected.",
             kind="timeout",
         )

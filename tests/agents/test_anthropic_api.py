@@ -16,8 +16,8 @@ from django.test import Client
 from debates import services
 from debates.agents.base import backend_choices
 from debates.exports import run_export_json
-from debates.models import Run, RunEvent, RunStatus, Turn, TurnStatus
-from debates.testing.fake_llm import Fault, FakeLLMServer, RecordedRequest
+from debates.models import Run, RunEvent, RunStatus, TurnStatus
+from debates.testing.fake_llm import FakeLLMServer, Fault, RecordedRequest
 from tests.conftest import EXPECTED_KEYS, FAKE_KEY, LONG_MATERIAL, run_to_stop
 
 MODEL = "claude-sonnet-5-5"
@@ -246,7 +246,9 @@ class FaultTests:
     ):
         # Valid JSON, wrong shape: the schema check names the field.
         anthropic_api.faults.append(
-            Fault(kind="text", text='{"summary": "no claims"}', match='key="r1/analysis/analyst-ada"', times=2)
+            Fault(
+                kind="text", text='{"summary": "no claims"}', match='key="r1/analysis/analyst-ada"', times=2
+            )
         )
         run = make_paid_run()
         run_to_stop(run)
@@ -263,8 +265,18 @@ class FaultTests:
         duplicate = {
             "summary": "Two claims with the same id.",
             "claims": [
-                {"id": "c1", "text": "A.", "evidence": [{"quote": "Traffic fell.", "source": "m"}], "confidence": 0.5},
-                {"id": "c1", "text": "B.", "evidence": [{"quote": "Support rose.", "source": "m"}], "confidence": 0.5},
+                {
+                    "id": "c1",
+                    "text": "A.",
+                    "evidence": [{"quote": "Traffic fell.", "source": "m"}],
+                    "confidence": 0.5,
+                },
+                {
+                    "id": "c1",
+                    "text": "B.",
+                    "evidence": [{"quote": "Support rose.", "source": "m"}],
+                    "confidence": 0.5,
+                },
             ],
         }
         anthropic_api.faults.append(

@@ -88,7 +88,9 @@ def test_approve_the_estimate_then_watch_cost_and_cache_on_the_page(
     expect(page.locator("#cost-usd")).to_have_text(f"${run.cost_usd:.4f}")
     expect(cost).to_contain_text(f"{run.cache_read_tokens} cache read")
     expect(cost).to_contain_text("Shared (cache warm-ups)")
-    expect(page.locator("#seat-costs tbody tr[data-seat]")).to_have_count(4)  # three analysts and the examiner
+    expect(page.locator("#seat-costs tbody tr[data-seat]")).to_have_count(
+        4
+    )  # three analysts and the examiner
     expect(page.locator("#budget-usd")).to_contain_text("of $5.00")
     first_turn = page.locator("#transcript article").first
     expect(first_turn.locator(".tokens")).to_contain_text("$")

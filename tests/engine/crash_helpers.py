@@ -178,7 +178,8 @@ def assert_run_finished_exactly_once(run: Run, reference: dict[str, Any]) -> Non
     an uninterrupted run produces, and an event log without gaps or doubles."""
     run.refresh_from_db()
     label = f"run {run.pk} ({run.backend_options.get('tag')})"
-    assert run.status == "completed", f"{label}: {run.status} {run.status_reason}"
+    errors = dict(Turn.objects.filter(run=run).exclude(error="").values_list("key", "error"))
+    assert run.status == "completed", f"{label}: {run.status} {run.status_reason}; turn errors {errors}"
     assert run.outcome and run.outcome["mode"] == "full", f"{label}: outcome {run.outcome!r}"
 
     turns = {t.key: t for t in Turn.objects.filter(run=run)}
