@@ -6,6 +6,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
+
 from debates.models import Run
 
 EXPORT_FORMAT_VERSION = "1"
@@ -43,6 +45,10 @@ def run_export_json(run: Run) -> dict[str, Any]:
             "started_at": _iso(run.started_at),
             "finished_at": _iso(run.finished_at),
             "budget_usd": _money(run.budget_usd) if run.budget_usd is not None else None,
+            "budget_tokens": run.budget_tokens,
+            "budget_stopped": run.budget_stopped,
+            "estimate": run.estimate,
+            "consent": run.consent,
         },
         "seats": [
             {
@@ -118,5 +124,8 @@ def run_export_json(run: Run) -> dict[str, Any]:
             "cache_read_tokens": run.cache_read_tokens,
             "thinking_tokens": run.thinking_tokens,
             "cost_usd": _money(run.cost_usd),
+            # Cost not attributable to one seat: cache warm-ups before parallel stages.
+            "shared_cost_usd": _money(run.cost_usd - sum((t.cost_usd for t in turns), start=Decimal(0))),
+            "prices_read_on": settings.DISPUTA_PRICES.get("read_on", ""),
         },
     }

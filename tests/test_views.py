@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 
 import pytest
 from django.test import Client
@@ -80,12 +81,54 @@ class NewRunTests:
         assert run.backend_options["fail"] == ["r1/analysis/analyst-bo"]
         assert [r.args for r in enqueued] == [[run.pk]]
 
-    def test_anthropic_is_offered_disabled_with_the_reason(self, moderator_client):
+    def test_anthropic_is_offered_disabled_with_the_reason(self, moderator_client, monkeypatch):
+        monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+        monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
         html = moderator_client.get("/runs/new/").content.decode()
         assert 'value="anthropic" disabled' in html
         assert "ANTHROPIC_API_KEY is not set" in html
         response = self._post(moderator_client, backend="anthropic")
         assert response.status_code == 200 and not Run.objects.exists()
+
+    def test_with_a_key_a_run_on_anthropic_gets_its_models_and_budget(
+        self, moderator_client, monkeypatch, enqueued
+    ):
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-view-test")
+        response = self._post(
+            moderator_client,
+            backend="anthropic",
+            model="simulated",  # left at the default: the backend's default model is used
+            seat_models="examiner: claude-opus-5-5",
+            budget_usd="1.5",
+            budget_tokens="200000",
+        )
+        run = Run.objects.get()
+        assert response.status_code == 302
+        assert (run.backend, run.model, run.budget_usd, run.budget_tokens) == (
+            "anthropic",
+            "claude-sonnet-5-5",
+            Decimal("1.5"),
+            200000,
+        )
+        models = dict(run.seats.values_list("handle", "model"))
+        assert models == {
+            "analyst-ada": "claude-sonnet-5-5",
+            "analyst-bo": "claude-sonnet-5-5",
+            "examiner": "claude-opus-5-5",
+        }
+        assert run.consent == "auto" and run.backend_options == {}
+
+    def test_seat_models_are_checked_by_line_and_by_seat(self, moderator_client, monkeypatch):
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-view-test")
+        html = self._post(
+            moderator_client, backend="anthropic", seat_models="examiner: gpt-9"
+        ).content.decode()
+        assert "Line 1: Anthropic does not offer &#x27;gpt-9&#x27;." in html
+        html = self._post(
+            moderator_client, backend="anthropic", seat_models="judge: claude-opus-5-5"
+        ).content.decode()
+        assert "seat_models: no seat judge in this debate" in html
+        assert not Run.objects.exists()
 
     def test_bad_analysts_are_reported_by_line(self, moderator_client):
         response = self._post(moderator_client, analysts="Ada: economics\n: no name")
@@ -134,6 +177,52 @@ class ControlTests:
             f"/runs/{run.pk}/control/pause/", HTTP_HX_REQUEST="true"
         ).content.decode()
         assert "nothing can be changed" in html
+
+
+class CostControlTests:
+    def test_a_moderator_approves_the_estimate_and_the_run_is_enqueued(
+        self, moderator_client, make_run, anthropic_api, settings, enqueued
+    ):
+        settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0.01"}
+        run = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        page = moderator_client.get(f"/runs/{run.pk}/").content.decode()
+        assert 'id="consent-approve"' in page and "Approve the estimated cost?" in page
+        response = moderator_client.post(
+            f"/runs/{run.pk}/consent/", {"approve": "yes"}, headers={"HX-Request": "true"}
+        )
+        assert response.status_code == 200 and "Approved: the run starts." in response.content.decode()
+        run.refresh_from_db()
+        assert run.status == "queued" and [r.args for r in enqueued] == [[run.pk]]
+
+    def test_a_viewer_can_neither_consent_nor_change_the_budget(self, viewer_client, make_run):
+        run = make_run()
+        assert viewer_client.post(f"/runs/{run.pk}/consent/", {"approve": "yes"}).status_code == 403
+        assert viewer_client.post(f"/runs/{run.pk}/budget/", {"budget_usd": "9"}).status_code == 403
+        run.refresh_from_db()
+        assert run.budget_usd is None
+
+    def test_a_bad_budget_is_refused_with_the_field_named(self, moderator_client, make_run):
+        run = make_run()
+        response = moderator_client.post(
+            f"/runs/{run.pk}/budget/", {"budget_usd": "-1"}, headers={"HX-Request": "true"}
+        )
+        assert response.status_code == 400
+        assert "budget_usd: Ensure this value is greater than or equal to 0." in response.content.decode()
+        moderator_client.post(
+            f"/runs/{run.pk}/budget/", {"budget_usd": "2.5"}, headers={"HX-Request": "true"}
+        )
+        run.refresh_from_db()
+        assert run.budget_usd == Decimal("2.5")
+
+    @pytest.mark.django_db(transaction=True)
+    def test_the_cost_panel_shows_seats_budget_and_the_price_date(self, viewer_client, make_run):
+        from tests.conftest import run_to_stop
+
+        run = make_run(budget_tokens=10**7)
+        run_to_stop(run)
+        html = viewer_client.get(f"/runs/{run.pk}/").content.decode()
+        assert html.count('<tr data-seat="') == 4
+        assert 'id="budget-tokens"' in html and "of 10000000" in html
 
 
 class ExportTests:

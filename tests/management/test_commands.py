@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from django.core.management import call_command
@@ -52,6 +53,47 @@ class RunDebateTests:
         with pytest.raises(CommandError, match="available: cross-examination"):
             run_command("run_debate", "--protocol", "nope", "--topic", "x")
 
+    def test_it_debates_over_a_knowledge_base_by_slug(self):
+        from kb.demo import demo_kbs_load
+
+        demo_kbs_load()
+        out, _ = run_command(
+            "run_debate",
+            "--protocol",
+            "cross-examination",
+            "--topic",
+            "Charge?",
+            "--kb",
+            "congestion-pricing",
+        )
+        run = Run.objects.get(pk=int(out.split()[-1]))
+        assert run.kb is not None and run.kb.slug == "congestion-pricing"
+        assert run.status == "completed" and run.material  # the KB's arguments are the material
+
+    def test_an_unknown_knowledge_base_names_the_available_ones(self):
+        with pytest.raises(CommandError, match="no knowledge base 'nope' .available: none imported"):
+            run_command("run_debate", "--protocol", "cross-examination", "--topic", "x", "--kb", "nope")
+
+    def test_on_anthropic_a_cost_above_the_threshold_needs_yes(self, anthropic_api, settings):
+        settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0.01"}
+        args = [
+            "run_debate",
+            "--protocol",
+            "cross-examination",
+            "--topic",
+            "Charge?",
+            "--backend",
+            "anthropic",
+        ]
+        with pytest.raises(CommandError, match="re-run with --yes"):
+            run_command(*args)
+        refused = Run.objects.get()
+        assert refused.status == "cancelled" and not anthropic_api.requests
+        out, _ = run_command(*args, "--yes", "--budget-usd", "3")
+        run = Run.objects.get(pk=int(out.split()[-1]))
+        assert run.status == "completed" and run.consent == "approved"
+        assert run.model == "claude-sonnet-5-5" and run.budget_usd == 3 and run.cost_usd > 0
+
     def test_bad_config_json_is_reported(self):
         with pytest.raises(CommandError, match="not valid JSON"):
             run_command("run_debate", "--protocol", "cross-examination", "--topic", "x", "--config", "{oops")
@@ -94,6 +136,17 @@ def test_resume_runs_finishes_a_run_whose_runner_died(make_run):
     run.refresh_from_db()
     assert run.status == "completed"
     assert f"run {run.pk}: done" in out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_cache_prints_the_read_share_and_the_round_one_writes():
+    out, _ = run_command("bench", "cache")
+    share = re.search(r"cache reads from round 2 on: ([\d.]+)% of prompt tokens", out)
+    writes = re.search(r"cache writes in round 1: (\d+) of (\d+) requests", out)
+    assert share and writes, out
+    assert float(share.group(1)) >= 80  # a token ratio of the reference debate, not a timing
+    assert writes.groups() == ("1", "4")  # the warm-up writes; the three analysts read
+    assert not Run.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)
