@@ -11,6 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from debates.models import Run
+from tests.conftest import FAKE_KEY
 
 
 def run_command(*args: str) -> tuple[str, str]:
@@ -154,3 +155,27 @@ def test_bench_overhead_prints_both_ratios():
     out, _ = run_command("bench", "overhead", "--runs", "1", "--ttft", "0.05", "--cps", "20000")
     assert "wall / critical path:" in out and "parallel stage span / slowest turn:" in out
     assert not Run.objects.exists()  # bench runs clean up after themselves
+
+
+@pytest.mark.django_db(transaction=True)
+class DemoTests:
+    def test_without_a_key_the_demo_run_is_simulated(self, monkeypatch):
+        monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+        monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+        out, _ = run_command("demo", "--no-serve")
+        run = Run.objects.get()
+        assert run.backend == "simulated" and run.status == "queued"
+        assert "agents      simulated (set ANTHROPIC_API_KEY for real agents)" in out
+        assert "username 'moderator'" in out
+
+    def test_with_a_key_the_demo_run_uses_anthropic_under_a_budget(self, anthropic_api):
+        out, _ = run_command("demo", "--no-serve")
+        run = Run.objects.get()
+        assert (run.backend, run.model, run.budget_usd) == ("anthropic", "claude-sonnet-5-5", 1)
+        assert run.consent == "auto" and run.status == "queued"
+        assert "agents      Anthropic claude-sonnet-5-5, estimated $" in out
+        assert FAKE_KEY not in out
+
+    def test_simulated_can_be_forced(self, anthropic_api):
+        run_command("demo", "--no-serve", "--simulated")
+        assert Run.objects.get().backend == "simulated"

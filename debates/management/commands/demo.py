@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -12,6 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from debates import demo, services
+from debates.agents.catalog import anthropic_unavailable_reason
 
 
 def account_ensure(username: str, password: str, *, moderator: bool) -> None:
@@ -34,8 +36,13 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-serve", action="store_true", help="Set up only; do not start the server.")
+        parser.add_argument(
+            "--simulated", action="store_true", help="Simulated agents even when ANTHROPIC_API_KEY is set."
+        )
 
-    def handle(self, *args: Any, host: str, port: int, no_serve: bool, **options: Any) -> None:
+    def handle(
+        self, *args: Any, host: str, port: int, no_serve: bool, simulated: bool, **options: Any
+    ) -> None:
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         password = secrets.token_urlsafe(9)
@@ -44,7 +51,8 @@ class Command(BaseCommand):
         from kb.demo import demo_kbs_load
 
         kbs = demo_kbs_load()
-        backend = "simulated"
+        # Real agents when the server has a key (the demo run is estimated and budgeted like any other).
+        backend = "simulated" if simulated or anthropic_unavailable_reason() else "anthropic"
         run = services.run_create(
             protocol="cross-examination",
             topic=demo.DEMO_TOPIC,
@@ -52,16 +60,22 @@ class Command(BaseCommand):
             config={"analysts": demo.DEMO_ANALYSTS, "examiner": "agent", "questions_per_analyst": 3},
             backend=backend,
             seed=7,
-            backend_options={"answers": "mixed", "cps": 250},
+            backend_options={"answers": "mixed", "cps": 250} if backend == "simulated" else {},
+            budget_usd=None if backend == "simulated" else Decimal("1.00"),
             start=True,
             enqueue=False,  # the server's start-up resumer picks it up once the event loop runs
+        )
+        agents = (
+            "simulated (set ANTHROPIC_API_KEY for real agents)"
+            if backend == "simulated"
+            else f"Anthropic {run.model}, estimated ${run.estimate_usd or 0:.2f}, budget $1.00 ({run.get_consent_display()})"
         )
         self.stdout.write(
             "\nDisputa demo\n"
             f"  open        http://{host}:{port}/runs/{run.pk}/\n"
             f"  moderator   username 'moderator'  password '{password}'\n"
             f"  viewer      username 'viewer'     password '{password}'\n"
-            f"  agents      simulated (no ANTHROPIC_API_KEY is used by the demo)\n"
+            f"  agents      {agents}\n"
             f"  KBs         {', '.join(kb.slug for kb in kbs)} (http://{host}:{port}/kb/)\n"
         )
         if not no_serve:
