@@ -24,6 +24,13 @@ def _money(value: Decimal) -> str:
 def run_export_json(run: Run) -> dict[str, Any]:
     seats = list(run.seats.all())
     turns = list(run.turns.select_related("seat").order_by("first_seq", "id"))
+    seat_cost: dict[str, Decimal] = {}
+    seat_tokens: dict[str, int] = {}
+    for t in turns:
+        seat_cost[t.seat.handle] = seat_cost.get(t.seat.handle, Decimal(0)) + t.cost_usd
+        seat_tokens[t.seat.handle] = seat_tokens.get(t.seat.handle, 0) + (
+            t.input_tokens + t.cache_write_tokens + t.cache_read_tokens + t.output_tokens
+        )
     return {
         "format": "disputa-run",
         "format_version": EXPORT_FORMAT_VERSION,
@@ -59,6 +66,8 @@ def run_export_json(run: Run) -> dict[str, Any]:
                 "human": s.human,
                 "backend": s.backend,
                 "model": s.model,
+                "tokens": seat_tokens.get(s.handle, 0),
+                "cost_usd": _money(seat_cost.get(s.handle, Decimal(0))),
             }
             for s in seats
         ],

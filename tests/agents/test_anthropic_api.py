@@ -106,6 +106,11 @@ class FullDebateTests:
                 / Decimal(1_000_000)
             ).quantize(Decimal("0.000001"))
         assert run.cost_usd == total > 0
+        export = run_export_json(run)
+        assert Decimal(export["usage"]["cost_usd"]) == run.cost_usd
+        by_seat = {seat["handle"]: Decimal(seat["cost_usd"]) for seat in export["seats"]}
+        assert sum(by_seat.values()) + Decimal(export["usage"]["shared_cost_usd"]) == run.cost_usd
+        assert by_seat["examiner"] == sum(t.cost_usd for t in run.turns.filter(seat__handle="examiner"))
         assert sum(t.cache_read_tokens for t in run.turns.all()) > 0  # caching really happened
 
     def test_the_shared_prefix_is_identical_across_seats_with_its_breakpoints(
