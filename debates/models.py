@@ -83,6 +83,7 @@ class Run(UsageFields):
             ("required", "waiting for consent"),
             ("approved", "approved by a moderator"),
             ("auto", "approved automatically (under the threshold)"),
+            ("declined", "declined by a moderator"),
         ],
         blank=True,
         default="",

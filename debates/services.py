@@ -79,6 +79,7 @@ def run_create(
     unknown = set(seat_models or {}) - {spec.handle for spec in proto.seats(parsed)}
     if unknown:
         raise ValueError(f"seat_models: no seat {', '.join(sorted(unknown))} in this debate")
+    _models_check(backend, [model or default_model(backend), *(seat_models or {}).values()], budget_usd)
     if not topic.strip():
         raise ValueError("topic: a debate needs a question or topic")
     if kb is not None and not kb.is_stable:
@@ -128,6 +129,31 @@ def run_create(
     if start and enqueue and run.status == RunStatus.QUEUED:
         run_wake(run_id=run.pk)
     return run
+
+
+def _models_check(backend: str, models: list[str], budget_usd: Decimal | None) -> None:
+    """Refuse a model the backend does not offer (it would fail every call of its seat), and a dollar budget
+    that cannot be enforced because a model has no price."""
+    from debates.agents.base import backend_choices
+    from debates.agents.pricing import price_get
+
+    if backend == "simulated":
+        return
+    choice = next((b for b in backend_choices() if b["name"] == backend), None)
+    if choice is None:
+        raise ValueError(f"backend: {backend!r} is not available (simulated, anthropic or openai)")
+    offered = [model for model, _ in choice["models"]]
+    for model in models:
+        if model not in offered:
+            raise ValueError(
+                f"model: {choice['label']} does not offer {model!r} (offered: {', '.join(offered)})"
+            )
+    unpriced = sorted({model for model in models if price_get(model) is None})
+    if budget_usd is not None and unpriced:
+        raise ValueError(
+            f"budget_usd: {', '.join(unpriced)} has no price in DISPUTA_PRICES, so a dollar budget cannot be "
+            "enforced; add its price or set a token budget instead"
+        )
 
 
 def _consent_gate(run: Run, *, budget_tokens: int | None, consented: bool, start: bool) -> list[int]:
@@ -181,9 +207,11 @@ def run_consent(*, run_id: int, approve: bool, user: Any, client_uuid: uuid.UUID
     """The moderator's answer to the cost gate: start the run, or cancel it without calling any model."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        if run.consent != "required":
-            if run.consent == "approved" or run.status == RunStatus.CANCELLED:
-                return False  # answered already: a double submit is a no-op
+        if client_uuid is not None and HumanAction.objects.filter(client_uuid=client_uuid).exists():
+            return False  # answered already: a double submit is a no-op
+        if run.is_terminal:
+            raise ActionRefused(f"The run is {run.status}; it can no longer be started.")
+        if run.consent != "required" or run.status != RunStatus.AWAITING_HUMAN:
             raise ActionRefused("This run does not wait for consent to its cost.")
         if not _action_once(
             run,
@@ -199,7 +227,7 @@ def run_consent(*, run_id: int, approve: bool, user: Any, client_uuid: uuid.UUID
             run.status = RunStatus.QUEUED
             run.status_reason = f"Estimated cost ${run.estimate_usd:.2f} approved by {label}."
         else:
-            run.consent = ""
+            run.consent = "declined"
             run.status = RunStatus.CANCELLED
             run.status_reason = (
                 f"Estimated cost ${run.estimate_usd:.2f} declined by {label}; no model was called."

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from debates import services
-from debates.models import HumanAction, RunEvent, Turn
+from debates.models import HumanAction, Run, RunEvent, Turn
 from debates.selectors import run_awaited_steps
 from tests.conftest import run_to_stop
 
@@ -221,3 +221,61 @@ class BudgetServiceTests:
         run_to_stop(run)
         with pytest.raises(services.ActionRefused, match="completed"):
             services.run_budget_set(run_id=run.pk, budget_usd=Decimal(1), budget_tokens=None, user=moderator)
+
+
+@pytest.mark.django_db(transaction=True)
+class CostGuardTests:
+    def test_a_cancelled_run_cannot_be_approved_back_to_life(
+        self, make_run, anthropic_api, settings, moderator
+    ):
+        settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0.01"}
+        run = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        services.run_control(run_id=run.pk, action="cancel", user=moderator)
+        with pytest.raises(services.ActionRefused, match="cancelled; it can no longer be started"):
+            services.run_consent(run_id=run.pk, approve=True, user=moderator)
+        run.refresh_from_db()
+        assert run.status == "cancelled"
+
+    def test_declining_is_recorded_as_declined(self, make_run, anthropic_api, settings, moderator):
+        settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0.01"}
+        run = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        services.run_consent(run_id=run.pk, approve=False, user=moderator)
+        run.refresh_from_db()
+        assert run.consent == "declined"
+
+    def test_a_model_the_backend_does_not_offer_is_refused_at_creation(self, make_run, anthropic_api):
+        with pytest.raises(ValueError, match="model: Anthropic does not offer 'claude-nope'"):
+            make_run(backend="anthropic", model="claude-nope", backend_options={})
+
+    def test_a_dollar_budget_needs_priced_models(self, make_run, openai_api):
+        with pytest.raises(ValueError, match="budget_usd: local-model has no price in DISPUTA_PRICES"):
+            make_run(backend="openai", model="local-model", backend_options={}, budget_usd=Decimal(1))
+        run = make_run(backend="openai", model="local-model", backend_options={}, budget_tokens=50_000)
+        assert run.budget_tokens == 50_000
+
+
+@pytest.mark.django_db(transaction=True)
+class BudgetStopTests:
+    """The stop is re-checked under the run's lock once the stage's other calls have ended."""
+
+    def _stop(self, run, **budget):
+        from debates.engine.runner import BudgetExceeded, run_budget_stop
+
+        Run.objects.filter(pk=run.pk).update(lease_owner="me", **budget)
+        return run_budget_stop(
+            run.pk, "me", BudgetExceeded("Budget reached: …", cost_usd=Decimal("0.5"), tokens=10)
+        )
+
+    def test_it_stops_when_the_call_still_does_not_fit(self, make_run):
+        seq, stopped = self._stop(make_run(), budget_usd=Decimal("0.1"))
+        assert stopped and seq is not None
+        run = Run.objects.get()
+        assert run.status == "paused" and run.budget_stopped and run.pause_requested
+
+    def test_a_cancel_requested_meanwhile_wins(self, make_run):
+        assert self._stop(make_run(), budget_usd=Decimal("0.1"), cancel_requested=True) == (None, False)
+        assert not Run.objects.get().budget_stopped
+
+    def test_a_budget_raised_meanwhile_lets_the_run_go_on(self, make_run):
+        assert self._stop(make_run(), budget_usd=Decimal("5")) == (None, False)
+        assert Run.objects.get().status == "queued"

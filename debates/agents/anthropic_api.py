@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -31,6 +32,8 @@ from debates.agents.remote import (
     status_error,
 )
 from debates.conf import conf
+
+log = logging.getLogger("debates.agents")
 
 PROVIDER = "Anthropic"
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
@@ -139,7 +142,18 @@ class AnthropicBackend:
                 message = await stream.get_final_message()
         except anthropic.AnthropicError as error:
             raise self._error(error, request.model, usage) from error
+        except Exception as error:  # the HTTP client's own errors, e.g. a connection dropped mid-answer
+            raise connection_error(
+                provider=PROVIDER, base_url=_base_url(), error=error, timeout=False, usage=usage
+            ) from error
         usage = usage_from(message.usage, request.model)
+        if message.stop_reason is None:  # the stream ended without message_stop: the answer is incomplete
+            raise BackendError(
+                "The connection to Anthropic closed before the answer was complete; the partial answer was "
+                "discarded and the turn is retried.",
+                kind="connection",
+                usage=usage,
+            )
         if message.stop_reason == "refusal":
             raise BackendError(
                 "The model refused to answer this turn (stop_reason: refusal).",
@@ -158,6 +172,8 @@ class AnthropicBackend:
         calls, which then all read it: a cache entry is only visible once a response has begun, so N calls
         sent together would otherwise each pay a write. A `max_tokens=0` call only populates the cache."""
         groups: dict[str, list[dict[str, Any]]] = {}
+        if anthropic_unavailable_reason():
+            return Usage()  # each call will fail the run with the reason
         for request in requests:
             prompt = prompt_render(protocol=request.protocol, step=request.step, view=request.view)
             if tokens_estimate(prompt.prefix) < MIN_WARM_TOKENS:
@@ -183,8 +199,10 @@ class AnthropicBackend:
                     ],
                     output_config=first["output_config"],
                 )
-            except (anthropic.AnthropicError, ValueError):
-                # Warming is an optimisation: the calls themselves will write the cache if it failed.
+            except Exception:  # an optimisation only: the calls themselves write the cache if it failed
+                log.warning(
+                    "cache warm-up failed; the stage's calls will write the cache themselves", exc_info=True
+                )
                 continue
             total = total + usage_from(message.usage, first["model"])
         return total

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from debates.agents.base import AgentRequest, BackendError, InvalidOutput, Usage
 
@@ -53,6 +56,30 @@ def payload_parse(text: str, *, truncated: bool, max_tokens: int, usage: Usage) 
     return payload
 
 
+KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
+KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*.]{6,})")
+
+
+def scrub(text: str) -> str:
+    """Keep keys out of causes (they are stored and shown): providers echo a masked key in some errors, and a
+    proxy may echo it whole."""
+    for name in KEY_VARIABLES:
+        value = os.environ.get(name, "")
+        if len(value) >= 8:
+            text = text.replace(value, "[key redacted]")
+    return KEY_PATTERN.sub("[key redacted]", text)
+
+
+def url_shown(url: str) -> str:
+    """A base URL without any user:password part."""
+    parts = urlsplit(url)
+    return (
+        urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")))
+        if parts.hostname
+        else url
+    )
+
+
 def status_error(
     *,
     provider: str,
@@ -65,7 +92,7 @@ def status_error(
 ) -> BackendError:
     """A failed call, classified by HTTP status and the error body's type (a mid-stream error arrives with
     status 200 and only its body says what it was)."""
-    detail = f"{error_type}: {message}" if error_type else message
+    detail = scrub(f"{error_type}: {message}" if error_type else message)
     opening = provider[:1].upper() + provider[1:]  # "the OpenAI-compatible server" opens a sentence too
     if status == 401:
         return BackendError(
@@ -76,7 +103,7 @@ def status_error(
             kind="auth",
             usage=usage,
         )
-    if status == 402 or error_type == "billing_error":
+    if status == 402 or error_type in ("billing_error", "insufficient_quota"):
         return BackendError(
             f"{opening} refused the call for billing reasons ({status} {detail}). Add credit or check the "
             "account's billing, then re-run.",
@@ -138,17 +165,21 @@ def status_error(
     )
 
 
-def connection_error(*, provider: str, base_url: str, error: Exception, timeout: bool) -> BackendError:
+def connection_error(
+    *, provider: str, base_url: str, error: BaseException, timeout: bool, usage: Usage | None = None
+) -> BackendError:
     if timeout:
         return BackendError(
-            f"{provider[:1].upper() + provider[1:]} did not answer in time ({base_url}). The turn is retried; raise "
-            "DISPUTA_API_TIMEOUT_SECONDS if long answers are expected.",
+            f"{provider[:1].upper() + provider[1:]} did not answer in time ({url_shown(base_url)}). The turn is "
+            "retried; raise DISPUTA_API_TIMEOUT_SECONDS if long answers are expected.",
             kind="timeout",
+            usage=usage,
         )
     return BackendError(
-        f"Could not connect to {provider} at {base_url} ({type(error).__name__}). Check the network or the "
-        "server's address; the turn is retried.",
+        f"The connection to {provider} at {url_shown(base_url)} failed ({type(error).__name__}); any partial "
+        "answer was discarded and the turn is retried. If it keeps failing, check the network or the address.",
         kind="connection",
+        usage=usage,
     )
 
 

@@ -195,7 +195,12 @@ def run_decide(run_id: int, owner: str) -> Decision:
         if run.status != RunStatus.RUNNING or run.awaiting:
             seqs.append(
                 _set_status(
-                    run, RunStatus.RUNNING, "", awaiting=[], started_at=run.started_at or timezone.now()
+                    run,
+                    RunStatus.RUNNING,
+                    "",
+                    awaiting=[],
+                    budget_stopped=False,
+                    started_at=run.started_at or timezone.now(),
                 )
             )
         # Claim every turn of the stage in this same transaction, so they all start streaming together.
@@ -327,17 +332,24 @@ def run_spending(run_id: int) -> tuple[Any, int, Any, Any]:
     return run.cost_usd, run.total_tokens, run.budget_usd, run.budget_tokens
 
 
-def run_budget_stop(run_id: int, owner: str, reason: str) -> int | None:
-    """Stop before a call that could go over budget: pause until a moderator raises the budget (or cancels)."""
+def run_budget_stop(run_id: int, owner: str, stop: BudgetExceeded) -> tuple[int | None, bool]:
+    """Stop before a call that could go over budget: pause until a moderator raises the budget (or cancels).
+    Re-checked under the run's lock (the stage's other calls have ended): a cancel requested meanwhile wins, and
+    a budget raised meanwhile that now fits the call lets the run go on. Returns (event seq, stopped)."""
     with transaction.atomic():
         run = _locked_run(run_id, owner)
-        if run.is_terminal:
-            return None
+        if run.is_terminal or run.cancel_requested:
+            return None, False
+        fits_usd = run.budget_usd is None or run.cost_usd + stop.cost_usd <= run.budget_usd
+        fits_tokens = run.budget_tokens is None or run.total_tokens + stop.tokens <= run.budget_tokens
+        if fits_usd and fits_tokens:
+            return None, False
         run.pause_requested = True
         run.step_credits = 0
-        return _set_status(
-            run, RunStatus.PAUSED, reason, budget_stopped=True, pause_requested=True, step_credits=0
+        seq = _set_status(
+            run, RunStatus.PAUSED, str(stop), budget_stopped=True, pause_requested=True, step_credits=0
         )
+        return seq, True
 
 
 def turn_commit(
@@ -425,7 +437,10 @@ def _output_errors(protocol: Any, step: Step, result: Result, view: RunView) -> 
 
 
 class BudgetExceeded(Exception):
-    pass
+    def __init__(self, reason: str, *, cost_usd: Decimal, tokens: int) -> None:
+        super().__init__(reason)
+        self.cost_usd = cost_usd
+        self.tokens = tokens
 
 
 class RunFailedFatally(Exception):
@@ -446,6 +461,7 @@ class Runner:
         # Worst-case cost and tokens of the calls in flight, counted against the budget until they end.
         self._reserved_usd = Decimal(0)
         self._reserved_tokens = 0
+        self._budget_lock = asyncio.Lock()
         self._outbox: asyncio.Queue[int | None] = asyncio.Queue()
         self._closing = asyncio.Event()
 
@@ -549,6 +565,8 @@ class Runner:
                 if not claimed.seat.human
             }
             await self._warm(claimed_steps, requests)
+            if self.cancel_seen or self.lease_lost:  # noticed during the warm-up: no call is started
+                continue
             self._step_tasks = {
                 asyncio.create_task(self._run_step(step, claimed, view, run, requests.get(step.key)))
                 for step, claimed in claimed_steps
@@ -568,30 +586,37 @@ class Runner:
                 elif isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
                     raise result
             if budget_stop is not None:
-                seq = await database_sync_to_async(run_budget_stop)(self.run_id, self.owner, str(budget_stop))
-                await self._publish([seq])
-                self._notify("paused")
-                return "paused"
+                seq, stopped = await database_sync_to_async(run_budget_stop)(
+                    self.run_id, self.owner, budget_stop
+                )
+                if stopped:
+                    await self._publish([seq])
+                    self._notify("paused")
+                    return "paused"
 
     async def _reserve(self, estimate: Usage, what: str) -> None:
         """Check the budget before a call: what is spent, plus the worst case of the calls in flight, plus the
         worst case of this call must fit. So a run never goes over by more than its estimates were wrong."""
-        cost, tokens, budget_usd, budget_tokens = await database_sync_to_async(run_spending)(self.run_id)
-        if budget_usd is not None and cost + self._reserved_usd + estimate.cost_usd > budget_usd:
-            raise BudgetExceeded(
-                f"Budget reached: ${cost:.4f} spent of ${budget_usd:.2f}, and the next call ({what}) could cost "
-                f"up to ${estimate.cost_usd:.4f}. Raise the budget to go on, or cancel the run."
-            )
-        if (
-            budget_tokens is not None
-            and tokens + self._reserved_tokens + estimate.total_tokens > budget_tokens
-        ):
-            raise BudgetExceeded(
-                f"Token budget reached: {tokens:,} tokens used of {budget_tokens:,}, and the next call ({what}) "
-                f"could use up to {estimate.total_tokens:,}. Raise the budget to go on, or cancel the run."
-            )
-        self._reserved_usd += estimate.cost_usd
-        self._reserved_tokens += estimate.total_tokens
+        async with self._budget_lock:  # a call's usage lands in the database before its reservation ends
+            cost, tokens, budget_usd, budget_tokens = await database_sync_to_async(run_spending)(self.run_id)
+            if budget_usd is not None and cost + self._reserved_usd + estimate.cost_usd > budget_usd:
+                raise BudgetExceeded(
+                    f"Budget reached: ${cost:.4f} spent of ${budget_usd:.2f}, and the next call ({what}) could "
+                    f"cost up to ${estimate.cost_usd:.4f}. Raise the budget to go on, or cancel the run.",
+                    cost_usd=estimate.cost_usd,
+                    tokens=estimate.total_tokens,
+                )
+            tokens_after = tokens + self._reserved_tokens + estimate.total_tokens
+            if budget_tokens is not None and tokens_after > budget_tokens:
+                raise BudgetExceeded(
+                    f"Token budget reached: {tokens:,} tokens used of {budget_tokens:,}, and the next call "
+                    f"({what}) could use up to {estimate.total_tokens:,}. Raise the budget to go on, or cancel "
+                    "the run.",
+                    cost_usd=estimate.cost_usd,
+                    tokens=estimate.total_tokens,
+                )
+            self._reserved_usd += estimate.cost_usd
+            self._reserved_tokens += estimate.total_tokens
 
     def _release(self, estimate: Usage) -> None:
         self._reserved_usd -= estimate.cost_usd
@@ -608,9 +633,12 @@ class Runner:
         for name, group in by_backend.items():
             if len(group) < 2:
                 continue
-            backend = backend_get(name)
-            # Budget-checked like a call (an over-estimate: the warm-up writes the prefix, outputs nothing).
-            estimate = backend.estimate(group[0])
+            try:
+                backend = backend_get(name)
+                # Budget-checked like a call (an over-estimate: the warm-up writes the prefix, outputs nothing).
+                estimate = backend.estimate(group[0])
+            except BackendError:
+                continue  # the calls will meet the same error and report it
             try:
                 await self._reserve(estimate, "cache warm-up")
             except BudgetExceeded:
@@ -648,15 +676,21 @@ class Runner:
                 return await self._fail_run(error)
             await self._reserve(estimate, f"{view.seats[step.seat].name}, {step.task}")
             result: Result | None = None
+            released = False
             try:
-                result = await self._stream(backend, request, claimed, attempt)
-                used = result.usage
-            except BackendError as error:
-                failure: BackendError = error
-                used = error.usage
+                try:
+                    result = await self._stream(backend, request, claimed, attempt)
+                    used = result.usage
+                except BackendError as error:
+                    failure: BackendError = error
+                    used = error.usage
+                async with self._budget_lock:
+                    await database_sync_to_async(usage_record)(self.run_id, claimed.turn_id, used)
+                    self._release(estimate)
+                    released = True
             finally:
-                self._release(estimate)
-            await database_sync_to_async(usage_record)(self.run_id, claimed.turn_id, used)
+                if not released:  # cancelled (lease lost, run cancelled): nothing more is spent by this call
+                    self._release(estimate)
             if result is not None:
                 errors = _output_errors(protocol, step, result, view)
                 if not errors:

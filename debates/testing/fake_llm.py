@@ -66,13 +66,15 @@ def token_count(text: str) -> int:
 class Fault:
     """A scripted failure. `times` counts down as the fault is applied; at 0 it is used up."""
 
-    kind: Literal["status", "midstream", "text"]
+    kind: Literal["status", "midstream", "drop", "text"]
     status: int = 529  # for "status": HTTP status to return
     error_type: str = "overloaded_error"  # Anthropic error type / OpenAI error type
     message: str = "Overloaded"
     retry_after_ms: int | None = None  # sets header retry-after-ms
     retry_after: float | None = None  # sets header retry-after (seconds)
-    after_chars: int = 20  # for "midstream": send this many reply chars, then the error event
+    # for "midstream": send this many reply chars, then the error event; for "drop" (Anthropic only): send them,
+    # then half an event, and close the connection, as a network failure mid-answer would
+    after_chars: int = 20
     text: str = ""  # for "text": reply with this text instead of the responder's (e.g. invalid JSON)
     match: str = ""  # only requests whose prompt text contains this substring ("" = any)
     api: str = ""  # "anthropic" | "openai" | "" = both
@@ -499,13 +501,15 @@ class FakeLLMServer:
                     continue
                 if fault.match and fault.match not in prompt:
                     continue
-                if fault.kind == "midstream" and not stream:
+                if fault.kind in ("midstream", "drop") and not stream:
                     continue  # a non-streaming response has no middle
                 fault.times -= 1
                 if fault.kind == "status":
                     return fault, f"status:{fault.status}"
                 if fault.kind == "midstream":
                     return fault, f"midstream:{fault.error_type}"
+                if fault.kind == "drop":
+                    return fault, "drop"
                 return fault, "text"
             if self.fault_rate > 0 and self._rng.random() < self.fault_rate:
                 kind = self._rng.choice(("overloaded", "rate_limit", "midstream"))
@@ -676,7 +680,8 @@ class FakeLLMServer:
                 {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
             )
             event("ping", {"type": "ping"})
-            sendable = text[: fault.after_chars] if fault is not None and fault.kind == "midstream" else text
+            cut = fault is not None and fault.kind in ("midstream", "drop")
+            sendable = text[: fault.after_chars] if fault is not None and cut else text
             for index, piece in enumerate(_chunks(sendable, self.chunk_chars)):
                 self._pace(index)
                 record.text += piece
@@ -690,6 +695,11 @@ class FakeLLMServer:
                 )
         if fault is not None and fault.kind == "midstream":
             event("error", {"type": "error", "error": {"type": fault.error_type, "message": fault.message}})
+            return
+        if fault is not None and fault.kind == "drop":
+            h.wfile.write(b'event: content_block_delta\ndata: {"type":"content_block_del')
+            h.wfile.flush()
+            h.close_connection = True
             return
         if max_tokens != 0:
             event("content_block_stop", {"type": "content_block_stop", "index": 0})

@@ -359,3 +359,57 @@ class AvailabilityTests:
         assert choice["disabled_reason"] == ""
         assert choice["models"][0][0] == MODEL  # the default first
         assert "$2 in / $10 out per M tokens" in choice["models"][0][1]
+
+
+@pytest.mark.django_db(transaction=True)
+class ConnectionTests:
+    def test_a_connection_dropped_mid_answer_is_retried_by_the_engine(
+        self, make_paid_run: Any, anthropic_api: Any
+    ):
+        anthropic_api.faults.append(Fault(kind="drop", api="anthropic", match='key="r3/answers/analyst-cy"'))
+        run = make_paid_run()
+        assert run_to_stop(run) == "done"
+        turn = run.turns.get(key="r3/answers/analyst-cy")
+        assert turn.status == TurnStatus.COMMITTED and turn.attempt == 2
+        assert [r.fault for r in calls(anthropic_api, turn.key)] == ["drop", ""]
+        reason = RunEvent.objects.get(run=run, kind="turn_restarted").payload["reason"]
+        assert "The connection to Anthropic" in reason and "retried" in reason
+
+
+class CauseTests:
+    def test_an_echoed_key_is_redacted_from_the_cause(self, monkeypatch: pytest.MonkeyPatch):
+        from debates.agents.base import Usage
+        from debates.agents.remote import status_error
+
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-abcdefgh12345678")
+        error = status_error(
+            provider="the OpenAI-compatible server",
+            key_variable="OPENAI_API_KEY",
+            status=401,
+            error_type="invalid_request_error",
+            message="Incorrect API key provided: sk-proj-abcdefgh12345678 and sk-proj-****5678.",
+            model="m",
+            usage=Usage(),
+        )
+        assert "sk-proj" not in error.cause and "[key redacted]" in error.cause
+        assert error.cause.startswith("The OpenAI-compatible server rejected the API key") and error.fatal
+
+    def test_an_empty_account_is_a_billing_failure_not_a_rate_limit(self):
+        from debates.agents.base import Usage
+        from debates.agents.remote import status_error
+
+        error = status_error(
+            provider="the OpenAI-compatible server",
+            key_variable="OPENAI_API_KEY",
+            status=429,
+            error_type="insufficient_quota",
+            message="You exceeded your current quota.",
+            model="m",
+            usage=Usage(),
+        )
+        assert error.kind == "billing" and error.fatal and not error.retryable
+
+    def test_a_base_url_is_shown_without_its_credentials(self):
+        from debates.agents.remote import url_shown
+
+        assert url_shown("http://user:secret@proxy.local:8080/v1") == "http://proxy.local:8080/v1"
