@@ -75,7 +75,7 @@ def run_create(
     estimated cost is above the consent threshold, wait for a moderator to approve it).
     `seat_models`: a model per seat handle, overriding the run's model for that seat."""
     proto = registry.get(protocol)
-    parsed: BaseModel = proto.config_model.model_validate(dict(config))
+    parsed: BaseModel = proto.config_model.model_validate(proto.prepare(dict(config), kb))
     unknown = set(seat_models or {}) - {spec.handle for spec in proto.seats(parsed)}
     if unknown:
         raise ValueError(f"seat_models: no seat {', '.join(sorted(unknown))} in this debate")

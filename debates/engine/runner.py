@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -353,9 +354,17 @@ def run_budget_stop(run_id: int, owner: str, stop: BudgetExceeded) -> tuple[int 
 
 
 def turn_commit(
-    run_id: int, turn_id: int, attempt: int, *, text: str, payload: dict[str, Any], model: str
+    run_id: int,
+    turn_id: int,
+    attempt: int,
+    *,
+    text: str,
+    payload: dict[str, Any],
+    model: str,
+    effects: Callable[[], None] | None = None,
 ) -> int | None:
-    """Commit exactly once: a stale attempt (another runner took over) changes nothing."""
+    """Commit exactly once: a stale attempt (another runner took over) changes nothing. `effects` (the
+    protocol's, e.g. proposed KB mutations) run in the same transaction, only when this commit wins."""
     now = timezone.now()
     with transaction.atomic():
         committed = Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
@@ -370,6 +379,8 @@ def turn_commit(
         )
         if not committed:
             return None
+        if effects is not None:
+            effects()
         key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
         return event_append(run_id=run_id, kind="turn_committed", payload={"key": key, "attempt": attempt})
 
@@ -656,8 +667,17 @@ class Runner:
     ) -> None:
         if claimed.seat.human:
             payload = await database_sync_to_async(human_submission)(self.run_id, step.key)
+            protocol = registry.get(run.protocol)
             seq = await database_sync_to_async(turn_commit)(
-                self.run_id, claimed.turn_id, claimed.attempt, text="", payload=payload, model="human"
+                self.run_id,
+                claimed.turn_id,
+                claimed.attempt,
+                text="",
+                payload=payload,
+                model="human",
+                effects=partial(
+                    protocol.on_commit, step, payload, run_id=self.run_id, turn_id=claimed.turn_id
+                ),
             )
             await self._publish([seq])
             self._notify("turn_committed", key=step.key)
@@ -703,6 +723,9 @@ class Runner:
                         text=result.text,
                         payload=payload,
                         model=result.model,
+                        effects=partial(
+                            protocol.on_commit, step, payload, run_id=self.run_id, turn_id=claimed.turn_id
+                        ),
                     )
                     crash_point("after_commit")
                     await self._publish([seq])

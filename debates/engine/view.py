@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from debates.models import HumanAction, HumanActionKind, Run
 from debates.protocols import registry
-from debates.protocols.base import RunView, SeatView, TurnView
+from debates.protocols.base import KbArgument, KbMutation, KbView, RunView, SeatView, TurnView
 
 
 def run_view_load(run: Run) -> RunView:
@@ -33,6 +33,7 @@ def run_view_load(run: Run) -> RunView:
         )
     )
     return RunView(
+        kb=kb_view_load(run) if run.kb_id else None,
         run_id=run.pk,
         topic=run.topic,
         material=run.material,
@@ -41,4 +42,52 @@ def run_view_load(run: Run) -> RunView:
         seats=seats,
         turns=turns,
         submitted_steps=submitted,
+    )
+
+
+def kb_view_load(run: Run) -> KbView:
+    from kb.models import KnowledgeBase, ProposedMutation, Snapshot
+    from kb.services import kb_positions
+
+    kb = KnowledgeBase.objects.get(pk=run.kb_id or 0)
+    snapshot = Snapshot.objects.filter(run=run).only("arguments").first()
+    rated = {
+        arg_id: data.get("status", "") for arg_id, data in (snapshot.arguments if snapshot else {}).items()
+    }
+    arguments = {
+        a.arg_id: KbArgument(
+            arg_id=a.arg_id,
+            title=a.title,
+            position=a.position,
+            layer=a.layer,
+            scope=a.scope,
+            status=a.status,
+            snapshot_status=rated.get(a.arg_id, a.status),
+        )
+        for a in kb.arguments.order_by("arg_id").only(
+            "arg_id", "title", "position", "layer", "scope", "status"
+        )
+    }
+    mutations = tuple(
+        KbMutation(
+            id=m.pk,
+            turn_key=m.turn.key if m.turn else "",
+            proposed_by=m.proposed_by,
+            kind=m.kind,
+            payload=m.payload,
+            status=m.status,
+            revision=m.revision.r_id if m.revision else "",
+        )
+        for m in ProposedMutation.objects.filter(run=run).select_related("turn", "revision").order_by("pk")
+    )
+    return KbView(
+        slug=kb.slug,
+        arguments=arguments,
+        edges=tuple(kb.edges.order_by("order").values_list("src", "type", "target")),
+        central_questions=tuple(
+            (q.order, q.text, tuple(q.arg_ids)) for q in kb.central_questions.order_by("order")
+        ),
+        sources=frozenset(kb.sources.values_list("path", flat=True)),
+        positions=tuple(kb_positions(kb)),
+        mutations=mutations,
     )

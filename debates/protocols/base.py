@@ -88,6 +88,42 @@ class TurnView:
 
 
 @dataclass(frozen=True)
+class KbArgument:
+    arg_id: str
+    title: str
+    position: str
+    layer: str
+    scope: str
+    status: str  # live: only ever moves down during a debate
+    snapshot_status: str  # as rated when the run started
+
+
+@dataclass(frozen=True)
+class KbMutation:
+    id: int
+    turn_key: str
+    proposed_by: str
+    kind: str
+    payload: Mapping[str, Any]
+    status: str  # pending | applied | rejected | refused
+    revision: str = ""
+
+
+@dataclass(frozen=True)
+class KbView:
+    """The run's knowledge base as a plan sees it: arguments with live and snapshot ratings, edges, central
+    questions, sources and the mutations proposed by this run."""
+
+    slug: str
+    arguments: Mapping[str, KbArgument]
+    edges: tuple[tuple[str, str, str], ...]  # (src, type, target)
+    central_questions: tuple[tuple[int, str, tuple[str, ...]], ...]  # (number, text, addressing arg ids)
+    sources: frozenset[str]
+    positions: tuple[str, ...]
+    mutations: tuple[KbMutation, ...] = ()
+
+
+@dataclass(frozen=True)
 class RunView:
     """Everything a plan may depend on, read from the database in one go."""
 
@@ -99,6 +135,7 @@ class RunView:
     seats: Mapping[str, SeatView]
     turns: Mapping[str, TurnView]
     submitted_steps: frozenset[str] = frozenset()
+    kb: KbView | None = None
 
     def turn(self, key: str) -> TurnView | None:
         return self.turns.get(key)
@@ -135,6 +172,14 @@ class Protocol(ABC):
 
     @abstractmethod
     def plan(self, view: RunView) -> Plan: ...
+
+    def prepare(self, config: dict[str, Any], kb: Any) -> dict[str, Any]:
+        """Before the run is created: refuse what this protocol cannot run on, fill in what comes from the KB."""
+        return config
+
+    def on_commit(self, step: Step, payload: Mapping[str, Any], *, run_id: int, turn_id: int) -> None:
+        """The effects of a committed turn (proposed KB mutations, ...), in the transaction that commits it."""
+        return None
 
     def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
         """Rules the schema cannot express (counts that depend on other turns, quotes that must match)."""
