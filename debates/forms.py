@@ -55,6 +55,7 @@ class RunForm(forms.Form):
     analysts = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4}),
         initial=DEFAULT_ANALYSTS,
+        required=False,
         help_text="One analyst per line: 'Name: lens'. Up to 6.",
     )
     examiner = forms.ChoiceField(
@@ -64,6 +65,26 @@ class RunForm(forms.Form):
     )
     questions_per_analyst = forms.TypedChoiceField(
         choices=[(2, "2"), (3, "3")], coerce=int, initial=3, label="Questions per analyst"
+    )
+    kb_moderator = forms.ChoiceField(
+        choices=[("agent", "An agent"), ("human", "Me (the logged-in moderator)")],
+        initial="agent",
+        required=False,
+        widget=forms.RadioSelect,
+        label="Moderator",
+    )
+    max_turns = forms.IntegerField(
+        min_value=4,
+        max_value=60,
+        initial=16,
+        required=False,
+        label="Debate turns at most",
+        help_text="Openings included; aim for 12+.",
+    )
+    auto_approve = forms.BooleanField(
+        required=False,
+        label="Apply proposed KB changes without the approval inbox",
+        help_text="Still only through the discipline: downgrade only, logged, never deleting.",
     )
     backend = forms.ChoiceField(widget=forms.RadioSelect, initial="simulated")
     model = forms.ChoiceField(
@@ -114,6 +135,8 @@ class RunForm(forms.Form):
         ]
 
     def clean_analysts(self) -> list[dict[str, str]]:
+        if self.data.get("protocol", "cross-examination") != "cross-examination":
+            return []
         analysts = parse_analysts(self.cleaned_data["analysts"])
         if len(analysts) > 6:
             raise forms.ValidationError(f"{len(analysts)} analysts: at most 6.")
@@ -167,16 +190,25 @@ class RunForm(forms.Form):
             options["no_questions"] = True
         if data["sim_fail_assessment"]:
             options.setdefault("fail", []).append("r4/assessment/*")
+        config: dict[str, Any] = {
+            "analysts": analysts,
+            "examiner": data["examiner"],
+            "questions_per_analyst": data["questions_per_analyst"],
+        }
+        if data["protocol"] == "kb-debate":
+            max_turns = data.get("max_turns") or 16
+            config = {
+                "moderator": data.get("kb_moderator") or "agent",
+                "max_turns": max_turns,
+                "min_turns": min(12, max_turns),
+                "auto_approve": data["auto_approve"],
+            }
         return {
             "protocol": data["protocol"],
             "topic": data["topic"],
             "material": data["material"],
             "kb": data.get("kb"),
-            "config": {
-                "analysts": analysts,
-                "examiner": data["examiner"],
-                "questions_per_analyst": data["questions_per_analyst"],
-            },
+            "config": config,
             "backend": data["backend"],
             "model": data["model"] or "simulated",
             "seed": data["seed"],

@@ -130,6 +130,40 @@ class NewRunTests:
         assert "seat_models: no seat judge in this debate" in html
         assert not Run.objects.exists()
 
+    def test_a_kb_debate_needs_a_knowledge_base(self, moderator_client):
+        html = self._post(moderator_client, protocol="kb-debate", analysts="").content.decode()
+        assert "kb: a KB debate needs a knowledge base; choose one" in html
+        assert not Run.objects.exists()
+
+    def test_a_kb_debate_seats_a_debater_per_position_of_the_kb(self, moderator_client, enqueued):
+        from kb.demo import demo_kbs_load
+
+        kb = demo_kbs_load()[0]
+        response = self._post(
+            moderator_client,
+            protocol="kb-debate",
+            kb=str(kb.pk),
+            analysts="",
+            kb_moderator="human",
+            max_turns="14",
+            auto_approve="on",
+        )
+        run = Run.objects.get()
+        assert response.status_code == 302
+        assert run.config["positions"] == ["con-pricing", "pro-pricing"]
+        assert (run.config["moderator"], run.config["max_turns"], run.config["auto_approve"]) == (
+            "human",
+            14,
+            True,
+        )
+        seats = list(run.seats.values_list("handle", "role", "human"))
+        assert seats == [
+            ("debater-con-pricing", "debater", False),
+            ("debater-pro-pricing", "debater", False),
+            ("moderator", "moderator", True),
+            ("orchestrator", "orchestrator", False),
+        ]
+
     def test_bad_analysts_are_reported_by_line(self, moderator_client):
         response = self._post(moderator_client, analysts="Ada: economics\n: no name")
         assert "Line 2" in response.content.decode() and not Run.objects.exists()

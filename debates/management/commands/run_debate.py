@@ -21,6 +21,8 @@ from debates.protocols import registry
 
 DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
     "cross-examination": {"analysts": demo.DEMO_ANALYSTS, "examiner": "agent", "questions_per_analyst": 3},
+    # Headless: no human at the moderator's seat, and proposed KB changes are applied through the discipline.
+    "kb-debate": {"moderator": "agent", "auto_approve": True},
 }
 
 
@@ -72,8 +74,8 @@ class Command(BaseCommand):
         except json.JSONDecodeError as error:
             raise CommandError(f"--config/--options is not valid JSON: {error}") from None
         config = {**DEFAULT_CONFIGS.get(opts["protocol"], {}), **overrides}
-        if config.get("examiner") == "human":
-            raise CommandError("A headless run cannot seat a human: set the examiner to 'agent'.")
+        if config.get("examiner") == "human" or config.get("moderator") == "human":
+            raise CommandError("A headless run cannot seat a human: set the examiner / moderator to 'agent'.")
         material = opts["material"]
         if opts["material_file"]:
             material = opts["material_file"].read_text(encoding="utf-8")
