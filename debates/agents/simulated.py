@@ -279,3 +279,9 @@ class SimulatedBackend:
         prompt = prompt_render(protocol=request.protocol, step=step, view=request.view)
         usage = Usage(input_tokens=len(prompt.text) // 4, output_tokens=max(1, len(text) // 4))
         yield Result(text=text, payload=payload, usage=usage, model="simulated")
+
+
+# The KB debate's simulated seats (seed 002) live in their own module.
+from debates.agents.simulated_kb_debate import GENERATORS as KB_DEBATE_GENERATORS  # noqa: E402
+
+GENERATORS.update(KB_DEBATE_GENERATORS)

@@ -6,7 +6,7 @@ verdict code checks against the ledger and the engagement edges. Every rule of t
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -142,25 +142,55 @@ def _position_of(seat: str, positions: list[str]) -> str:
     return next((p for p in positions if debater_handle(p) == seat), "")
 
 
-def _claim_flags(ledger: Ledger, kb: KbView, number: int, position: str, claim: Mapping[str, Any]) -> None:
+def _ratings(view: RunView) -> Callable[[str, int], str]:
+    """An argument's rating as a debater saw it at a turn: a downgrade this run proposed at that turn or later
+    does not count against the turn (claims are judged by the rating they were made under, not retroactively)."""
+    kb = view.kb
+    assert kb is not None
+    numbers = {key: number for number, key in enumerate(view.turns, start=1)}
+    downgrades: dict[str, list[tuple[int, str]]] = {}
+    for mutation in kb.mutations:
+        if mutation.kind == "status-downgrade" and mutation.status == "applied":
+            arg = str(mutation.payload.get("arg_id", ""))
+            number = numbers.get(mutation.turn_key, 0)
+            downgrades.setdefault(arg, []).append((number, str(mutation.payload.get("to", ""))))
+
+    def rated(arg: str, number: int) -> str:
+        argument = kb.arguments[arg]
+        applied = downgrades.get(arg, [])
+        if not any(n >= number for n, _ in applied):
+            return argument.status
+        earlier = [to for n, to in applied if n < number]
+        return earlier[-1] if earlier else argument.snapshot_status
+
+    return rated
+
+
+def _claim_flags(
+    ledger: Ledger,
+    kb: KbView,
+    number: int,
+    position: str,
+    claim: Mapping[str, Any],
+    rated: Callable[[str, int], str],
+) -> None:
     args = [a for a in claim.get("args", []) if a in kb.arguments]
     if not claim.get("args") and not claim.get("sources"):
         ledger.flags.append(
             Flag(number, position, "untraced", f"“{claim['text']}” cites no argument or source")
         )
-    weak = [a for a in args if RANK.get(kb.arguments[a].status, 3) <= RANK["weak"]]
+    weak = [a for a in args if RANK.get(rated(a, number), 3) <= RANK["weak"]]
     if weak and RANK.get(claim.get("presented_as", ""), 0) >= RANK["strong"]:
-        rated = ", ".join(f"{a} ({kb.arguments[a].status})" for a in weak)
+        listed = ", ".join(f"{a} ({rated(a, number)})" for a in weak)
         ledger.flags.append(
-            Flag(number, position, "baseless-as-robust", f"presents {rated} as {claim['presented_as']}")
+            Flag(number, position, "baseless-as-robust", f"presents {listed} as {claim['presented_as']}")
         )
-    for entry in ledger.entries.values():
-        if entry.closed and entry.closure and entry.closure["arg"] in args and entry.closure["turn"] < number:
-            ledger.flags.append(
-                Flag(
-                    number, position, "reraised-closed", f"cites {entry.closure['arg']} of closed {entry.id}"
-                )
-            )
+    # Re-raising is leaning again on one's own closed claim; the other side citing it is no breach.
+    for entry_id in _reraised(ledger, number, position, args):
+        closure = ledger.entries[entry_id].closure or {}
+        ledger.flags.append(
+            Flag(number, position, "reraised-closed", f"cites {closure.get('arg')} of closed {entry_id}")
+        )
 
 
 def _add_entries(ledger: Ledger, number: int, position: str, claims: list[Mapping[str, Any]]) -> None:
@@ -179,7 +209,24 @@ def _add_entries(ledger: Ledger, number: int, position: str, claims: list[Mappin
         if not entry.args and not entry.sources:
             entry.status = "unclaimable"
             entry.notes.append("untraced: cites no argument or source")
+        reraised = _reraised(ledger, number, position, entry.args)
+        if reraised:  # not a new claim: it cannot be argued, closed again or objected to a second time
+            entry.status = "unclaimable"
+            entry.notes.append(f"re-raises closed {', '.join(reraised)}")
         ledger.entries[entry_id] = entry
+
+
+def _reraised(ledger: Ledger, number: int, position: str, args: list[str]) -> list[str]:
+    """The position's own closed entries whose closing argument these args cite again (after the ruling)."""
+    return [
+        e.id
+        for e in ledger.entries.values()
+        if e.closed
+        and e.closure
+        and e.position == position
+        and e.closure["arg"] in args
+        and e.closure["turn"] < number
+    ]
 
 
 def ledger_build(view: RunView) -> Ledger:
@@ -187,18 +234,19 @@ def ledger_build(view: RunView) -> Ledger:
     assert isinstance(config, KbDebateConfig)
     kb = view.kb
     ledger = Ledger()
+    rated = _ratings(view) if kb is not None else None
     for number, turn in enumerate(view.turns.values(), start=1):
         position = _position_of(turn.seat, config.positions)
         info = TurnInfo(number, turn.key, turn.seat, turn.task, position, turn.status, turn.payload)
         ledger.turns.append(info)
-        if not turn.committed or turn.payload is None or kb is None:
+        if not turn.committed or turn.payload is None or kb is None or rated is None:
             continue
         payload = turn.payload
         if turn.task in ("opening", "turn"):
             cited = ledger.cited.setdefault(position, {}).setdefault(number, set())
             for claim in payload.get("claims", []):
                 cited.update(claim.get("args", []))
-                _claim_flags(ledger, kb, number, position, claim)
+                _claim_flags(ledger, kb, number, position, claim, rated)
         if turn.task == "opening":
             _add_entries(ledger, number, position, payload.get("claims", []))
         elif turn.task == "turn":
@@ -339,9 +387,21 @@ def non_engagement(view: RunView, ledger: Ledger) -> list[dict[str, Any]]:
             continue
         targets = {d["target_arg"] for d in callouts}
         later = {a for t, args in ledger.cited.get(position, {}).items() if t > turns[0] for a in args}
-        if not targets & later:
+        if not any(engaging_args(view, target) & later for target in targets):
             findings.append({"position": position, "callout_turns": turns, "targets": sorted(targets)})
     return findings
+
+
+def engaging_args(view: RunView, target: str) -> set[str]:
+    """What engages `target` at its layer: the argument itself, an argument with an `addresses` edge to it, or an
+    addressing argument of a central question it belongs to."""
+    kb = view.kb
+    assert kb is not None
+    engaging = {target} | {src for src, kind, tgt in kb.edges if kind == "addresses" and tgt == target}
+    for _, _, args in kb.central_questions:
+        if target in args:
+            engaging |= set(args)
+    return engaging
 
 
 def verdict_errors(view: RunView, ledger: Ledger, verdict: Mapping[str, Any]) -> list[str]:
@@ -356,6 +416,8 @@ def verdict_errors(view: RunView, ledger: Ledger, verdict: Mapping[str, Any]) ->
     if label in ("better-grounded", "engagement-asymmetry") and position not in positions:
         return [f"verdict.position: {label} needs one of the positions {', '.join(positions)}"]
     if label in ("genuinely-contested", "unresolved-by-corpus"):
+        if label == "unresolved-by-corpus" and all(broken.values()):
+            return []  # every side's central claims closed: nothing stands, and no balance is manufactured
         for p, closed in broken.items():
             if closed:
                 errors.append(
@@ -423,9 +485,16 @@ class KbDebate(Protocol):
             raise ValueError(
                 f"kb: '{kb.title}' does not state a stable graph; confirm its stable state first"
             )
-        positions = config.get("positions") or kb_positions(kb)
+        found = kb_positions(kb)
+        positions = config.get("positions") or found
         if len(positions) < 2:
             raise ValueError(f"kb: '{kb.title}' has fewer than two positions (pro-… / con-… arguments)")
+        unknown = [p for p in positions if p not in found]
+        if unknown:
+            raise ValueError(
+                f"positions: {', '.join(map(str, unknown))} is not a position of '{kb.title}' "
+                f"(its positions: {', '.join(found) or 'none'})"
+            )
         return {**config, "positions": list(positions)}
 
     def seats(self, config: BaseModel) -> list[SeatSpec]:
@@ -504,8 +573,23 @@ class KbDebate(Protocol):
             assert isinstance(config, KbDebateConfig)
             return self._opening(view, number, _position_of(turn.seat, config.positions))
         plan = self.plan(earlier)
-        assert isinstance(plan, Steps)
-        return next(s for s in plan.steps if s.key == turn.key)
+        same = next((s for s in plan.steps if s.key == turn.key), None) if isinstance(plan, Steps) else None
+        if same is not None:
+            return same
+        # The KB changed under the plan meanwhile (a proposal approved in the inbox): same seat and task.
+        ledger = ledger_build(earlier)
+        step: Step | None = None
+        if turn.task == "turn":
+            config = view.config
+            assert isinstance(config, KbDebateConfig)
+            step = self._debater(earlier, ledger, number, only=_position_of(turn.seat, config.positions))
+        elif turn.task == "moderator":
+            step = self._moderator(earlier, ledger, number)
+        elif turn.task == "synthesis":
+            step = self._synthesis(earlier, ledger, number)
+        if step is None or step.key != turn.key:
+            raise LookupError(f"{turn.key} cannot be planned again: nothing is left for its seat to answer")
+        return step
 
     def _opening(self, view: RunView, number: int, position: str) -> Step:
         seat = debater_handle(position)
@@ -518,6 +602,7 @@ class KbDebate(Protocol):
             context={
                 "position": position,
                 "name": position,
+                "lens": position,
                 "turn": number,
                 **self._kb_brief(view, position),
             },
@@ -538,27 +623,46 @@ class KbDebate(Protocol):
             ],
         }
 
-    def _debater(self, view: RunView, ledger: Ledger, number: int) -> Step | None:
+    def _debater(self, view: RunView, ledger: Ledger, number: int, *, only: str = "") -> Step | None:
+        """The thread that most needs progressing, and who answers it. In order: the claim the moderator just
+        pressed (or reopened) is answered by its asserter; speakers alternate; the exchange of the latest debater
+        turn goes on unless it is long already (the asserter defends right after a rebuttal, the rebutter answers
+        the defence); claims resting on contested / weak arguments first, the weakest first; open threads before
+        partially rebutted ones; older threads first."""
         config = view.config
         kb = view.kb
         assert isinstance(config, KbDebateConfig) and kb is not None
         last_speaker = next((t.position for t in reversed(ledger.turns) if t.task in ("turn", "opening")), "")
+        last_debater = max((t.number for t in ledger.turns if t.task in ("turn", "opening")), default=0)
+        latest = ledger.turns[-1] if ledger.turns else None
         candidates = []
         for entry in ledger.entries.values():
             if entry.status not in LIVE:
                 continue
             last = ledger.turns[entry.thread[-1] - 1]
-            if last.position and last.position != entry.position:
-                answerer = entry.position  # the asserter defends after a rebuttal
+            if last.task == "moderator" or (last.position and last.position != entry.position):
+                answerer = entry.position  # the asserter answers a rebuttal, a press or a reopening
             else:
                 others = [p for p in config.positions if p != entry.position]
                 answerer = min(
                     others, key=lambda p: sum(1 for n in entry.thread if ledger.turns[n - 1].position == p)
                 )
-            shaky = any(
-                kb.arguments[a].status in ("contested", "weak") for a in entry.args if a in kb.arguments
+            natural = not only or answerer == only
+            answerer = only or answerer
+            pressed_now = latest is not None and latest.task == "moderator" and last.number == latest.number
+            ratings = [kb.arguments[a].status for a in entry.args if a in kb.arguments]
+            shaky = any(status in ("contested", "weak") for status in ratings)
+            score = (
+                not natural,  # replanning an interrupted turn keeps its seat
+                not pressed_now,
+                answerer == last_speaker,
+                entry.thread[-1] < last_debater or len(entry.thread) > 3,  # a long exchange yields
+                not shaky,
+                min((RANK.get(status, 3) for status in ratings), default=3),
+                entry.status != "open",
+                entry.thread[-1],
+                entry.id,
             )
-            score = (answerer == last_speaker, entry.status != "open", not shaky, entry.thread[-1], entry.id)
             candidates.append((score, entry, answerer, last))
         if not candidates:
             return None
@@ -566,11 +670,15 @@ class KbDebate(Protocol):
         seat = debater_handle(answerer)
         answered_payload = dict(answered.payload or {})
         closed = [e.as_dict(kb) for e in ledger.entries.values() if e.closed]
+        debate_turns = sum(1 for t in ledger.turns if t.task in DEBATE_TASKS)
+        # An objection must be heard by the moderator: none is taken in the debate's last turn.
         objectable = [
             e.id
             for e in ledger.entries.values()
             if e.closed and e.position == answerer and e.objection is None
         ]
+        if debate_turns + 1 >= config.max_turns:
+            objectable = []
         return Step(
             key=turn_key(number, "turn", seat),
             seat=seat,
@@ -580,6 +688,7 @@ class KbDebate(Protocol):
             context={
                 "position": answerer,
                 "name": answerer,
+                "lens": answerer,
                 "turn": number,
                 "entry": entry.as_dict(kb),
                 "answer_turn": answered.number,
@@ -732,6 +841,10 @@ class KbDebate(Protocol):
             entry = ledger.entries.get(payload.objection.entry)
             if entry is None or not entry.closed or entry.position != step.context["position"]:
                 errors.append(f"objection.entry: {payload.objection.entry} is not a closed claim of yours")
+            elif entry.objection is None and entry.id not in step.context.get("may_object_to", [entry.id]):
+                errors.append(
+                    "objection: this is the debate's last turn, so no objection can be heard; the ruling stands"
+                )
             elif entry.objection is not None:
                 errors.append(f"objection: {entry.id} was objected to once already; the ruling stands")
             else:
@@ -786,6 +899,8 @@ class KbDebate(Protocol):
         for index, callout in enumerate(payload.callouts):
             if callout.position not in config.positions:
                 errors.append(f"callouts[{index}].position: no position {callout.position!r}")
+            if callout.turn >= number:
+                errors.append(f"callouts[{index}].turn: turn {callout.turn} has not happened")
         reraised = {f.position for f in ledger.unhandled_flags() if f.kind == "reraised-closed"}
         called = {c.position for c in payload.callouts if c.type == "reraised-closed"}
         for position in sorted(reraised - called):
@@ -799,6 +914,16 @@ class KbDebate(Protocol):
                 continue
             if deflection.target_arg not in kb.arguments:
                 errors.append(f"{where}.target_arg: no argument {deflection.target_arg}")
+            engaging = [
+                src
+                for src, kind, target in kb.edges
+                if kind == "addresses" and target == deflection.target_arg and src in deflection.cited_args
+            ]
+            if engaging:
+                errors.append(
+                    f"{where}: {', '.join(engaging)} addresses {deflection.target_arg}; citing it engages the "
+                    "argument, it is no deflection"
+                )
             cited = ledger.cited.get(deflection.position, {})
             for turn in deflection.turns:
                 if not cited.get(turn, set()) & set(deflection.cited_args):
