@@ -1,5 +1,9 @@
 """Server -> browser frames. Every frame is HTML rendered from the run page's own partials, and every top-level
-element carries an explicit hx-swap-oob, so the page and the stream share one template (htmx 2 and 4 alike)."""
+element carries an explicit hx-swap-oob, so the page and the stream share one template (htmx 2 and 4 alike).
+
+A protocol may add panels to the run page (selectors.run_panel_specs, e.g. the kb-debate's #ledger and
+#approvals): shared ones are re-rendered once per event that changes them, per-user ones (holding controls)
+with the moderator panel for each viewer."""
 
 from __future__ import annotations
 
@@ -18,6 +22,10 @@ def _partial(name: str, context: dict[str, Any]) -> str:
     return render_to_string(f"{RUN_TEMPLATE}#{name}", context)
 
 
+def _panel(panel: dict[str, Any]) -> str:
+    return render_to_string(panel["template"], {"panel": panel, "kb": panel["kb"], "oob": True})
+
+
 def turn_live_frame(
     *, key: str, task: str, protocol: str, text: str, names: dict[str, str] | None = None
 ) -> str:
@@ -32,21 +40,59 @@ def status_frame(run: Run) -> str:
     )
 
 
+def kb_marks_frame(run: Run, kb: dict[str, Any] | None, event: RunEvent | None = None) -> str:
+    """The KB ratings shown next to every cited argument (class `kbs-<arg>`) for the arguments this debate has
+    re-rated, and the state shown next to a proposal in its turn (class `mstate-<id>`) after a decision."""
+    if kb is None:
+        return ""
+    html = "".join(
+        render_to_string(
+            f"{selectors.body_template(run.protocol, 'kb-status')}",
+            {"kb": kb, "a": arg["id"], "info": arg, "mark_oob": True},
+        )
+        for arg in kb["changed"]
+    )
+    if event is not None and event.kind == selectors.MUTATION_EVENT:
+        state = next(
+            (
+                m
+                for ms in kb["mutations_by_turn"].values()
+                for m in ms
+                if m["id"] == event.payload.get("mutation")
+            ),
+            None,
+        )
+        if state is not None:
+            html += render_to_string(
+                selectors.body_template(run.protocol, "mutation-state"),
+                {"kb": kb, "state": state, "mark_oob": True},
+            )
+    return html
+
+
 def event_frame(event: RunEvent, *, with_status: bool = True) -> tuple[str, bool]:
     """The frame for one event, from the current state of what it touched; True if per-user panels changed.
     Status widgets are left out of all but the last of a burst (`with_status`); they show current state."""
     run = Run.objects.get(pk=event.run_id)
+    specs = selectors.run_panel_specs(run)
+    shared = [p for p in specs if not p.per_user and event.kind in p.refresh_on]
+    per_user = any(p.per_user and event.kind in p.refresh_on for p in specs)
+    kb = selectors.run_protocol_context(run) if shared or event.kind == "turn_committed" else None
     parts = []
     if event.kind in TURN_EVENTS:
         turn = run.turns.select_related("seat").get(key=event.payload["key"])
-        card = selectors.turn_card(turn, run.protocol, selectors.seat_names(run))
+        card = selectors.turn_card(turn, run.protocol, selectors.seat_names(run), kb)
         if event.kind == "turn_started":
             parts.append(
                 '<div hx-swap-oob="beforeend:#transcript">' + _partial("turn", {"card": card}) + "</div>"
             )
         else:
             parts.append(_partial("turn", {"card": card, "oob": True}))
-    panels = event.kind not in TURN_EVENTS
+    if shared:
+        ids = {p.id for p in shared}
+        parts += [_panel(p) for p in selectors.run_panels(run, per_user=False, kb=kb) if p["id"] in ids]
+        parts.append(kb_marks_frame(run, kb, event))
+    panels = event.kind not in TURN_EVENTS or per_user
     if with_status or panels:
         parts.append(status_frame(run))
     if panels:
@@ -59,19 +105,24 @@ def snapshot_frame(run_id: int, user: Any) -> tuple[str, int]:
     out (their events append them), so nothing is missing and nothing doubled whatever the isolation level."""
     run = Run.objects.get(pk=run_id)
     seq = run.last_seq
-    cards = selectors.run_turn_cards(run, upto_seq=seq)
+    kb = selectors.run_protocol_context(run)
+    cards = selectors.run_turn_cards(run, upto_seq=seq, kb=kb)
     html = (
         status_frame(run)
         + _partial("transcript", {"cards": cards, "oob": True})
         + _partial("outcome", {"run": run, "oob": True})
-        + panels_frame(run_id, user)
+        + "".join(_panel(p) for p in selectors.run_panels(run, per_user=False, kb=kb))
+        + panels_frame(run_id, user, run=run, kb=kb)
     )
     return html, seq
 
 
-def panels_frame(run_id: int, user: Any) -> str:
-    run = Run.objects.get(pk=run_id)
-    return _partial("moderator", {**selectors.moderator_context(run, user), "oob": True})
+def panels_frame(run_id: int, user: Any, *, run: Run | None = None, kb: dict[str, Any] | None = None) -> str:
+    """The panels rendered for one viewer: the moderator panel and the protocol's per-user panels."""
+    run = run or Run.objects.get(pk=run_id)
+    return _partial("moderator", {**selectors.moderator_context(run, user, kb=kb), "oob": True}) + "".join(
+        _panel(p) for p in selectors.run_panels(run, user, per_user=True, kb=kb)
+    )
 
 
 def replay_frames(run_id: int, after_seq: int, user: Any) -> tuple[str, int]:

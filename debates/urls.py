@@ -14,6 +14,12 @@ urlpatterns = [
     path("runs/<int:run_id>/consent/", views.run_consent, name="run-consent"),
     path("runs/<int:run_id>/budget/", views.run_budget, name="run-budget"),
     path("runs/<int:run_id>/export.json", views.run_export, name="run-export-json"),
+    path("runs/<int:run_id>/run-dir.zip", views.run_export_dir, name="run-export-zip"),
+    path(
+        "runs/<int:run_id>/mutations/<int:mutation_id>/decide/",
+        views.run_mutation_decide,
+        name="run-mutation-decide",
+    ),
     path("kb/", include("kb.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),

@@ -8,8 +8,9 @@ import uuid
 from django.conf import settings
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
@@ -67,11 +68,13 @@ def run_new(request: HttpRequest) -> HttpResponse:
 @login_required
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
+    kb = selectors.run_protocol_context(run)
     context = {
         **selectors.cost_context(run),
         **selectors.run_status_context(run),
-        "cards": selectors.run_turn_cards(run),
-        **selectors.moderator_context(run, request.user),
+        "cards": selectors.run_turn_cards(run, kb=kb),
+        **selectors.moderator_context(run, request.user, kb=kb),
+        "extra_panels": selectors.run_panels(run, request.user, kb=kb),
     }
     return render(request, RUN_TEMPLATE, context)
 
@@ -185,4 +188,58 @@ def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
     body = json.dumps(run_export_json(run), indent=2, ensure_ascii=False)
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="disputa-run-{run.pk}.json"'
+    return response
+
+
+@require_POST
+@login_required
+def run_mutation_decide(request: HttpRequest, run_id: int, mutation_id: int) -> HttpResponse:
+    """Approve or reject (with a reason) a KB change the run proposed, from the run page's approvals panel."""
+    if not selectors.user_can_moderate(request.user):
+        raise PermissionDenied("You need the moderate permission to decide on KB changes.")
+    run = get_object_or_404(Run, pk=run_id)
+    decision = request.POST.get("decision", "")
+    message, error_for = "", None
+    if decision not in {"approve", "reject"}:
+        message, error_for = "Choose Approve or Reject.", mutation_id
+    else:
+        try:
+            mutation = services.run_mutation_decide(
+                run.pk,
+                mutation_id,
+                decision == "approve",
+                request.POST.get("reason", ""),
+                request.user,
+                client_uuid=_uuid(request.POST.get("client_uuid")),
+            )
+        except services.ActionRefused as refused:
+            message, error_for = str(refused), mutation_id
+        else:
+            what = {"applied": "Approved and applied", "rejected": "Rejected", "refused": "Refused by the KB"}
+            message = f"{what.get(mutation.status, mutation.status.capitalize())}: {mutation.kind}"
+            if mutation.revision:
+                message += f", logged as {mutation.revision.r_id}"
+            if mutation.status == "refused":
+                message += f" ({mutation.reason})"
+            message += "."
+    if not getattr(request, "htmx", False):
+        return redirect(f"{reverse('run-detail', args=[run.pk])}#approvals")
+    run.refresh_from_db()
+    panel = selectors.run_panels(run, request.user, per_user=True, message=message, error_for=error_for)
+    approvals = next(p for p in panel if p["id"] == "approvals")
+    # 200 even when refused: htmx swaps only successful answers, and the panel says what went wrong.
+    return render(request, approvals["template"], {"panel": approvals, "kb": approvals["kb"]})
+
+
+@require_GET
+@login_required
+def run_export_dir(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The seed-002 run directory (transcript, claims ledger, synthesis, revisions, snapshot) as a zip."""
+    from debates.exports import run_export_zip
+
+    run = get_object_or_404(Run, pk=run_id)
+    if run.protocol != "kb-debate":
+        raise Http404("Only a KB debate has a run directory.")
+    response = HttpResponse(run_export_zip(run), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="disputa-run-{run.pk}.zip"'
     return response
