@@ -220,6 +220,7 @@ class HumanActionKind(models.TextChoices):
     SUBMIT_TURN = "submit_turn"
     CONSENT = "consent"
     BUDGET = "budget"
+    MUTATION_DECIDE = "mutation_decide"
 
 
 class HumanAction(models.Model):

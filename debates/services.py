@@ -441,9 +441,6 @@ def lease_seconds_left(expiry: datetime | None) -> float:
     return max(0.0, (expiry - timezone.now()) / timedelta(seconds=1))
 
 
-MUTATION_DECIDE = "mutation_decide"  # HumanAction kind of a decision on a run's proposed KB mutation
-
-
 def run_mutation_decide(
     run_id: int,
     mutation_id: int,
@@ -479,7 +476,7 @@ def run_mutation_decide(
         revision = mutation.revision.r_id if mutation.revision else ""
         _action_once(
             run,
-            kind=MUTATION_DECIDE,
+            kind=HumanActionKind.MUTATION_DECIDE,
             user=user,
             client_uuid=client_uuid,
             payload={"mutation": mutation.pk, "approve": approve, "reason": reason.strip()},

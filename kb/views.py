@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from debates.selectors import user_can_moderate
+from debates.services import ActionRefused, run_mutation_decide
 from kb import selectors
 from kb.discipline import DisciplineViolation, mutation_decide
 from kb.formats.problems import ImportRefused, Problem
@@ -136,12 +137,15 @@ def mutation_decide_view(request: HttpRequest, mutation_id: int) -> HttpResponse
     mutation = get_object_or_404(ProposedMutation, pk=mutation_id)
     approve = request.POST.get("decision") == "approve"
     error = ""
+    reason = request.POST.get("reason", "")
     try:
-        mutation = mutation_decide(
-            mutation=mutation, approve=approve, user=request.user, reason=request.POST.get("reason", "")
-        )
-    except DisciplineViolation as violation:
+        if mutation.run_id is not None:  # through the run, so its open pages update live
+            mutation = run_mutation_decide(mutation.run_id, mutation.pk, approve, reason, request.user)
+        else:
+            mutation = mutation_decide(mutation=mutation, approve=approve, user=request.user, reason=reason)
+    except (DisciplineViolation, ActionRefused) as violation:
         error = str(violation)
+        mutation.refresh_from_db()
     context = {"mutation": mutation, "error": error, "can_moderate": True}
     if getattr(request, "htmx", False):
         # The decided card in place, and the pending count out of band.

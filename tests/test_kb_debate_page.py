@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from debates import frames, selectors, services
 from debates.engine.events import event_append
-from debates.models import HumanAction, Run, RunEvent, RunStatus, Turn
+from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Turn
 from debates.protocols import registry
 from debates.protocols.base import Step
 from debates.schemas import kb_debate as schema
@@ -372,7 +372,7 @@ def test_approving_applies_the_downgrade_logs_a_revision_and_appends_an_event(mo
     event = RunEvent.objects.get(run=debated, seq=seq + 1)
     assert event.kind == "mutation_decided"
     assert event.payload["status"] == "applied" and event.payload["revision"] == r_id
-    assert HumanAction.objects.filter(run=debated, kind=services.MUTATION_DECIDE).count() == 1
+    assert HumanAction.objects.filter(run=debated, kind=HumanActionKind.MUTATION_DECIDE).count() == 1
     # The page now shows the new rating wherever arg-006 is cited, and the re-rating in the ledger.
     after = page(moderator_client, debated)
     assert 'id="ledger-rerated"' in after
@@ -704,3 +704,13 @@ def test_every_prefix_of_a_streamed_turn_renders(key, payload):
         html = frames.turn_live_frame(key=key, task=task, protocol="kb-debate", text=text[:end])
         assert "▍ streaming" in html
         assert executable_parts(html) == []
+
+
+def test_a_decision_in_the_kb_inbox_reaches_the_run_too(moderator_client, debated):
+    mutation = the_downgrade(debated)
+    seq = Run.objects.get(pk=debated.pk).last_seq
+    response = moderator_client.post(f"/kb/inbox/{mutation.pk}/decide/", {"decision": "approve"})
+    assert response.status_code in (200, 302)
+    mutation.refresh_from_db()
+    assert mutation.status == "applied"
+    assert RunEvent.objects.get(run=debated, seq=seq + 1).kind == "mutation_decided"
