@@ -252,7 +252,7 @@ def ledger_build(view: RunView) -> Ledger:
         elif turn.task == "turn":
             _apply_debater_turn(ledger, number, position, payload)
         elif turn.task == "moderator":
-            _apply_moderator_turn(ledger, number, payload)
+            _apply_moderator_turn(ledger, number, payload, kb)
     return ledger
 
 
@@ -292,7 +292,21 @@ def _apply_debater_turn(ledger: Ledger, number: int, position: str, payload: Map
     _add_entries(ledger, number, position, payload.get("claims", []))
 
 
-def _apply_moderator_turn(ledger: Ledger, number: int, payload: Mapping[str, Any]) -> None:
+def _closure_backing(kb: KbView, arg_id: str) -> str:
+    """Whether the KB backs a closure on `arg_id`: "rated" (refuted / baseless now), "pending" (a downgrade to it
+    waits for approval) or "" (no such rating: the downgrade was rejected or refused)."""
+    argument = kb.arguments.get(arg_id)
+    if argument is not None and argument.status in DEAD:
+        return "rated"
+    downgrades = [
+        m
+        for m in kb.mutations
+        if m.kind == "status-downgrade" and m.payload.get("arg_id") == arg_id and m.payload.get("to") in DEAD
+    ]
+    return "pending" if any(m.status == "pending" for m in downgrades) else ""
+
+
+def _apply_moderator_turn(ledger: Ledger, number: int, payload: Mapping[str, Any], kb: KbView) -> None:
     ledger.last_moderator = number
     for press in payload.get("presses", []):
         entry = ledger.entries.get(press["entry"])
@@ -301,17 +315,27 @@ def _apply_moderator_turn(ledger: Ledger, number: int, payload: Mapping[str, Any
             entry.notes.append(f"pressed at turn {number}: {press['text']}")
     for ruling in payload.get("rulings", []):
         entry = ledger.entries.get(ruling["entry"])
-        if entry is not None and not entry.closed:
-            entry.status = "closed"
-            entry.thread.append(number)
-            entry.closure = {
-                "turn": number,
-                "arg": ruling["arg_id"],
-                "as": ruling["closed_as"],
-                "justification": ruling["justification"],
-                "turns": list(ruling["turns"]),
-                "ruling": f'Ruling: claim "{entry.claim}" ({ruling["arg_id"]}) is CLOSED as {ruling["closed_as"]}.',
-            }
+        if entry is None or entry.closed:
+            continue
+        entry.thread.append(number)
+        backing = _closure_backing(kb, ruling["arg_id"])
+        if not backing:  # closure needs the matching KB downgrade; a rejected one voids the ruling
+            entry.notes.append(
+                f"ruling at turn {number} void: the downgrade of {ruling['arg_id']} to refuted/baseless was not applied"
+            )
+            continue
+        if backing == "pending":
+            entry.notes.append(f"closure waits for the approval of {ruling['arg_id']}'s downgrade")
+        entry.status = "closed"
+        entry.closure = {
+            "pending_downgrade": backing == "pending",
+            "turn": number,
+            "arg": ruling["arg_id"],
+            "as": ruling["closed_as"],
+            "justification": ruling["justification"],
+            "turns": list(ruling["turns"]),
+            "ruling": f'Ruling: claim "{entry.claim}" ({ruling["arg_id"]}) is CLOSED as {ruling["closed_as"]}.',
+        }
     for decision in payload.get("objection_decisions", []):
         entry = ledger.entries.get(decision["entry"])
         if entry is None or not entry.objection or not entry.objection.get("pending"):
@@ -371,7 +395,7 @@ def central_entries(view: RunView, ledger: Ledger, position: str) -> list[Entry]
 def dismantled(view: RunView, ledger: Ledger, position: str) -> list[str]:
     """The position's central entries closed (and not reversed), when they are at least half of them."""
     entries = central_entries(view, ledger, position)
-    closed = [e.id for e in entries if e.closed]
+    closed = [e.id for e in entries if e.closed and e.closure and not e.closure.get("pending_downgrade")]
     return closed if entries and len(closed) * 2 >= len(entries) else []
 
 
@@ -418,6 +442,11 @@ def verdict_errors(view: RunView, ledger: Ledger, verdict: Mapping[str, Any]) ->
     if label in ("genuinely-contested", "unresolved-by-corpus"):
         if label == "unresolved-by-corpus" and all(broken.values()):
             return []  # every side's central claims closed: nothing stands, and no balance is manufactured
+        standing_engaged = any(p in r["engaged_by"] for r in rows for p in positions if not broken[p])
+        if label == "unresolved-by-corpus" and not standing_engaged:
+            # No side left standing engaged a central question (or the KB names none): nobody can be called
+            # better-grounded, so the corpus does not settle it; the synthesis must still name what was closed.
+            return []
         for p, closed in broken.items():
             if closed:
                 errors.append(
@@ -522,8 +551,13 @@ class KbDebate(Protocol):
         assert isinstance(config, KbDebateConfig)
         turns = list(view.turns.values())
         openings = [t for t in turns if t.task == "opening"]
-        if not openings:
-            return Steps(tuple(self._opening(view, i + 1, p) for i, p in enumerate(config.positions)))
+        missing = [
+            (i + 1, p)
+            for i, p in enumerate(config.positions)
+            if turn_key(i + 1, "opening", debater_handle(p)) not in view.turns
+        ]
+        if missing:  # all openings together (one by one when a paused run is stepped)
+            return Steps(tuple(self._opening(view, number, p) for number, p in missing))
         unfinished = [t for t in turns if not t.finished]
         if unfinished:  # an interrupted turn is run again with the same key
             return Steps(tuple(self._replan(view, t) for t in unfinished))

@@ -24,6 +24,7 @@ from debates.protocols.base import (
 )
 from debates.protocols.kb_debate import (
     KbDebateConfig,
+    dismantled,
     ledger_build,
     non_engagement,
     verdict_errors,
@@ -691,7 +692,14 @@ def verdict(label: str, position: str = "") -> dict:
 
 
 def verdict_problems(history: dict, label: str, position: str = "") -> list[str]:
-    v = view(history)
+    """With every ruling's downgrade applied (a closure counts only once the KB rates the argument dead)."""
+    applied = {
+        r["arg_id"]: "baseless" if r["closed_as"] == "baseless" else "refuted"
+        for payload in history.values()
+        if payload
+        for r in payload.get("rulings", [])
+    }
+    v = view(history, statuses=applied)
     return verdict_errors(v, ledger_build(v), verdict(label, position))
 
 
@@ -755,7 +763,7 @@ class VerdictTests:
     def test_the_synthesis_step_is_held_to_the_same_rules(self):
         history = {**DISMANTLED, f"t05/turn/{PRO}": answer("L-002", 1, "rebut")}
         payload = {"text": "# Synthesis", "verdict": verdict("genuinely-contested")}
-        assert errors(history, payload, max_turns=5, min_turns=2) == [
+        assert errors(history, payload, max_turns=5, min_turns=2, statuses={"arg-003": "refuted"}) == [
             "verdict: no balanced verdict — con-x's central claims are closed (L-001)"
         ]
 
@@ -939,3 +947,44 @@ def test_the_second_kb_is_a_valid_seed_002_kb_on_another_question():
     } <= kinds
     kb = _second_kb()
     assert kb.is_stable and kb.sources.count() == len(parsed.sources)
+
+
+class ClosureBackingTests:
+    """A closure stands on the KB: the matching downgrade applied (counts), pending (shown, not counted), or
+    rejected (the ruling is void)."""
+
+    def _downgrade(self, status: str) -> tuple[KbMutation, ...]:
+        return (
+            KbMutation(
+                id=1,
+                turn_key="t04/moderator/moderator",
+                proposed_by="moderator",
+                kind="status-downgrade",
+                payload={"arg_id": "arg-003", "to": "refuted"},
+                status=status,
+            ),
+        )
+
+    def test_a_pending_downgrade_closes_but_does_not_dismantle(self):
+        v = view(DISMANTLED, mutations=self._downgrade("pending"))
+        ledger = ledger_build(v)
+        entry = ledger.entries["L-001"]
+        assert entry.closed and entry.closure and entry.closure["pending_downgrade"]
+        assert dismantled(v, ledger, "con-x") == []
+
+    def test_a_rejected_downgrade_voids_the_ruling(self):
+        v = view(DISMANTLED, mutations=self._downgrade("rejected"))
+        entry = ledger_build(v).entries["L-001"]
+        assert not entry.closed and any("void" in note for note in entry.notes)
+
+    def test_an_applied_downgrade_dismantles(self):
+        v = view(DISMANTLED, statuses={"arg-003": "refuted"}, mutations=self._downgrade("applied"))
+        ledger = ledger_build(v)
+        assert dismantled(v, ledger, "con-x") == ["L-001"]
+
+
+def test_a_stepped_run_gets_every_opening_one_by_one():
+    """A paused run stepped one turn claims only the first opening; the next plan still asks for the others."""
+    one = {f"t01/opening/{CON}": HONEST[f"t01/opening/{CON}"]}
+    plan = PROTOCOL.plan(view(one))
+    assert only_step(plan).key == f"t02/opening/{PRO}"
