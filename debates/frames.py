@@ -15,7 +15,7 @@ from debates import selectors
 from debates.models import Run, RunEvent
 
 RUN_TEMPLATE = "debates/run_detail.html"
-TURN_EVENTS = {"turn_started", "turn_restarted", "turn_committed", "turn_failed"}
+TURN_EVENTS = {"turn_started", "turn_restarted", "turn_held", "turn_committed", "turn_failed"}
 
 
 def _partial(name: str, context: dict[str, Any]) -> str:

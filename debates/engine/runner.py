@@ -238,6 +238,16 @@ def _turn_claim(run_id: int, step: Step, seat: Seat, *, fresh: bool) -> ClaimedT
             backend="human" if seat.human else seat.backend,
             model=seat.model,
         )
+    elif turn.error.startswith(BUDGET_HOLD):
+        # Held by a budget stop before its call: no call was made, so it goes on with the same attempt.
+        turn.error = ""
+        turn.started_at = now
+        turn.save(update_fields=["error", "started_at"])
+        seq = event_append(
+            run_id=run_id,
+            kind="turn_restarted",
+            payload={"key": step.key, "attempt": turn.attempt, "reason": "resumed after the budget stop"},
+        )
     else:
         if turn.attempt >= MAX_TOTAL_ATTEMPTS:
             turn.status = TurnStatus.FAILED
@@ -262,6 +272,21 @@ def _turn_claim(run_id: int, step: Step, seat: Seat, *, fresh: bool) -> ClaimedT
             },
         )
     return ClaimedTurn(turn_id=turn.pk, attempt=turn.attempt, first_seq=turn.first_seq, seat=seat, seq=seq)
+
+
+BUDGET_HOLD = "Held: "
+
+
+def turn_hold(run_id: int, turn_id: int, attempt: int, reason: str) -> int | None:
+    """A turn whose call the budget refused: it waits, visibly, for the budget to be raised."""
+    with transaction.atomic():
+        held = Turn.objects.filter(
+            pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING, raw_text=""
+        ).update(error=f"{BUDGET_HOLD}{reason}")
+        if not held:
+            return None
+        key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
+        return event_append(run_id=run_id, kind="turn_held", payload={"key": key, "attempt": attempt})
 
 
 def turn_flush(turn_id: int, attempt: int, text: str, first_token_at: Any) -> None:
@@ -694,7 +719,14 @@ class Runner:
                 estimate = backend.estimate(request)
             except BackendError as error:
                 return await self._fail_run(error)
-            await self._reserve(estimate, f"{view.seats[step.seat].name}, {step.task}")
+            try:
+                await self._reserve(estimate, f"{view.seats[step.seat].name}, {step.task}")
+            except BudgetExceeded as stop:
+                seq = await database_sync_to_async(turn_hold)(
+                    self.run_id, claimed.turn_id, attempt, str(stop)
+                )
+                await self._publish([seq])
+                raise
             result: Result | None = None
             released = False
             try:

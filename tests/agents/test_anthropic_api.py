@@ -309,11 +309,18 @@ class BudgetTests:
         assert 0 < committed < len(EXPECTED_KEYS)
         made = len([r for r in anthropic_api.requests if step_key(r)])
         assert made == committed  # the call that did not fit was never made
+        (held,) = run.turns.filter(status=TurnStatus.STREAMING)
+        assert held.error.startswith("Held: Budget reached") and held.raw_text == ""
+        assert RunEvent.objects.filter(run=run, kind="turn_held", payload__key=held.key).exists()
 
         services.run_budget_set(run_id=run.pk, budget_usd=Decimal("5"), budget_tokens=None, user=None)
         assert run_to_stop(run) == "done"
         assert run.status == RunStatus.COMPLETED and not run.budget_stopped
         assert run.turns.filter(status=TurnStatus.COMMITTED).count() == len(EXPECTED_KEYS)
+        held.refresh_from_db()
+        assert held.attempt == 1 and held.error == ""  # no call was made, so no attempt was spent
+        restarted = RunEvent.objects.get(run=run, kind="turn_restarted", payload__key=held.key)
+        assert restarted.payload["reason"] == "resumed after the budget stop"
 
     def test_a_token_budget_stops_the_run_too(self, make_paid_run: Any, anthropic_api: Any):
         run = make_paid_run(budget_tokens=30_000)
