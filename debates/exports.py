@@ -332,7 +332,7 @@ def _mutation_what(m: Mapping[str, Any]) -> str:
 
 def _mutation_outcome(row: ProposedMutation | None) -> str:
     if row is None:
-        return "no proposal recorded"
+        return "the same change was already waiting for approval"
     if row.status == "applied":
         return f"applied as {row.revision.r_id}" if row.revision else "applied"
     if row.status == "pending":
@@ -346,10 +346,15 @@ def _mutations_md(doc: _RunDoc, key: str, payload: Mapping[str, Any]) -> list[st
     proposed = payload.get("mutations") or []
     if not proposed:
         return []
+    from debates.protocols.kb_debate import mutation_payload
+
     rows = doc.mutations_of(key)
     lines = ["**Proposed KB mutations**", ""]
-    for index, m in enumerate(proposed):
-        row = rows[index] if index < len(rows) else None
+    for m in proposed:
+        row = next(
+            (r for r in rows if r.kind == m.get("kind") and r.payload == mutation_payload(m)),
+            None,
+        )
         lines.append(
             f"- {m.get('kind', '')}: {_mutation_what(m)} — {_mutation_outcome(row)}. "
             f"Justification: {_one_line(m.get('justification', ''))}"

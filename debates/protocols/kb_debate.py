@@ -974,15 +974,22 @@ class KbDebate(Protocol):
             return
         from debates.models import Run, Turn
         from kb.discipline import mutation_propose
+        from kb.models import MutationStatus, ProposedMutation
 
         run = Run.objects.select_related("kb").get(pk=run_id)
         turn = Turn.objects.get(pk=turn_id)
         assert run.kb is not None
         for mutation in mutations:
+            change = mutation_payload(mutation)
+            waiting = ProposedMutation.objects.filter(
+                run=run, kind=mutation["kind"], payload=change, status=MutationStatus.PENDING
+            )
+            if waiting.exists():  # the same change already waits in the inbox: one decision covers both
+                continue
             mutation_propose(
                 kb=run.kb,
                 kind=mutation["kind"],
-                payload=mutation_payload(mutation),
+                payload=change,
                 proposed_by=step.seat,
                 justification=mutation["justification"],
                 run=run,

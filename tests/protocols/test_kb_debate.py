@@ -988,3 +988,12 @@ def test_a_stepped_run_gets_every_opening_one_by_one():
     one = {f"t01/opening/{CON}": HONEST[f"t01/opening/{CON}"]}
     plan = PROTOCOL.plan(view(one))
     assert only_step(plan).key == f"t02/opening/{PRO}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_already_waiting_in_the_inbox_is_not_proposed_twice():
+    kb = demo_kbs_load()[0]
+    run = _debate(kb)
+    pending = ProposedMutation.objects.filter(run=run, status="pending")
+    changes = [(m.kind, repr(sorted(m.payload.items()))) for m in pending]
+    assert len(changes) == len(set(changes)), changes
