@@ -10,7 +10,6 @@ after the call; an invalid answer is repaired once, then the turn fails."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -95,11 +94,9 @@ class AnthropicBackend:
         self._clients = ClientPerLoop(_new_client)
 
     def _client(self) -> anthropic.AsyncAnthropic:
-        reason = anthropic_unavailable_reason()
-        if reason:
-            raise BackendError(reason, retryable=False, fatal=True, kind="auth")
-        identity = (_base_url(), hashlib.sha256(os.environ.get("ANTHROPIC_API_KEY", "").encode()).hexdigest())
-        return self._clients.get(identity)
+        return self._clients.get(
+            unavailable_reason=anthropic_unavailable_reason(), base_url=_base_url(), key_variable=KEY_VARIABLE
+        )
 
     def _error(self, error: Exception, model: str, usage: Usage) -> BackendError:
         if isinstance(error, anthropic.APIStatusError):

@@ -8,7 +8,6 @@ caching reuse it across seats; the persona and task are the user message."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -101,14 +100,11 @@ class OpenAICompatibleBackend:
         self._clients = ClientPerLoop(_new_client)
 
     def _client(self) -> openai.AsyncOpenAI:
-        reason = openai_unavailable_reason()
-        if reason:
-            raise BackendError(reason, retryable=False, fatal=True, kind="auth")
-        identity = (
-            openai_base_url(),
-            hashlib.sha256(os.environ.get("OPENAI_API_KEY", "").encode()).hexdigest(),
+        return self._clients.get(
+            unavailable_reason=openai_unavailable_reason(),
+            base_url=openai_base_url(),
+            key_variable=KEY_VARIABLE,
         )
-        return self._clients.get(identity)
 
     def _error(self, error: Exception, model: str) -> BackendError:
         if isinstance(error, openai.APIStatusError):

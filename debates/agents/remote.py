@@ -4,6 +4,7 @@ the repair request, reading the final JSON, and one SDK client per event loop.""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -201,9 +202,13 @@ class ClientPerLoop[C]:
             weakref.WeakKeyDictionary()
         )
 
-    def get(self, identity: tuple[str, ...]) -> C:
-        """`identity`: what the client was built from (endpoint, key); a change builds a new client."""
+    def get(self, *, unavailable_reason: str, base_url: str, key_variable: str) -> C:
+        """The client for this endpoint and key (a change of either builds a new one); a backend that cannot be
+        used fails the run with the reason."""
+        if unavailable_reason:
+            raise BackendError(unavailable_reason, retryable=False, fatal=True, kind="auth")
+        key_hash = hashlib.sha256(os.environ.get(key_variable, "").encode()).hexdigest()
         per_loop = self._clients.setdefault(asyncio.get_running_loop(), {})
-        if identity not in per_loop:
-            per_loop[identity] = self._factory()
-        return per_loop[identity]
+        if (base_url, key_hash) not in per_loop:
+            per_loop[(base_url, key_hash)] = self._factory()
+        return per_loop[(base_url, key_hash)]
