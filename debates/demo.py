@@ -22,3 +22,64 @@ DEMO_ANALYSTS = [
     {"name": "Bo", "lens": "equity and public acceptance"},
     {"name": "Cy", "lens": "evidence quality and durability of effects"},
 ]
+
+# A comparative debate (seed 003) over the same kind of public, checkable facts.
+DEMO_COMPARISON_TOPIC = "Which database should the new order-tracking service be built on?"
+DEMO_COMPARISON_MATERIAL = """\
+The order-tracking service stores about 40 million orders a year, each with 5 to 30 status events.
+Every order has a fixed core (customer, items, totals) and a variable set of carrier-specific fields.
+The finance team reconciles orders against invoices every night and needs multi-row transactions.
+Four of the six backend engineers have run PostgreSQL in production; one has run MongoDB.
+PostgreSQL 18 stores semi-structured data in jsonb columns with GIN indexes.
+MongoDB 8 supports multi-document ACID transactions since version 4.0, with a performance cost.
+The current platform team operates two PostgreSQL clusters with automated failover and backups.
+A managed MongoDB Atlas cluster of the needed size is quoted at about 2,400 dollars a month.
+Carrier integrations add a new field set roughly every quarter.
+The first release must ship within six months.
+"""
+DEMO_COMPARISON = {
+    "option_a": "MongoDB",
+    "option_b": "PostgreSQL",
+    "decision_type": "architecture",
+    "evidence": [
+        {
+            "option": "A",
+            "source": "Carrier field audit",
+            "type": "Doc",
+            "summary": "Carrier integrations add a new field set roughly every quarter; documents absorb them "
+            "without migrations.",
+        },
+        {
+            "option": "A",
+            "source": "Atlas quote",
+            "type": "Email",
+            "summary": "A managed MongoDB Atlas cluster of the needed size costs about 2,400 dollars a month.",
+        },
+        {
+            "option": "B",
+            "source": "Platform runbook",
+            "type": "Doc",
+            "summary": "The platform team already operates two PostgreSQL clusters with automated failover.",
+        },
+        {
+            "option": "B",
+            "source": "Team skills survey",
+            "type": "Interview",
+            "summary": "Four of six backend engineers have run PostgreSQL in production; one has run MongoDB.",
+        },
+        {
+            "option": "both",
+            "source": "Finance reconciliation spec",
+            "type": "Doc",
+            "summary": "Nightly reconciliation against invoices needs multi-row transactions.",
+        },
+    ],
+    "stakeholders": [
+        {"name": "Head of platform", "position": "prefers PostgreSQL", "confidence": "stated", "notes": ""},
+        {"name": "Integrations lead", "position": "prefers MongoDB", "confidence": "inferred", "notes": ""},
+    ],
+    "evidence_gaps": [
+        "No load test of jsonb queries at 40 million orders a year.",
+        "No quote for a self-hosted MongoDB cluster.",
+    ],
+}

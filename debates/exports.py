@@ -139,7 +139,7 @@ def run_export_json(run: Run) -> dict[str, Any]:
         "revisions": kb_debate.get("revisions", []),
         "proposed_mutations": kb_debate.get("proposed_mutations", []),
         "scorecard": None,
-        "decision": None,
+        "decision": _decision_json(run),
         "usage": {
             "input_tokens": run.input_tokens,
             "output_tokens": run.output_tokens,
@@ -151,6 +151,36 @@ def run_export_json(run: Run) -> dict[str, Any]:
             "shared_cost_usd": _money(run.cost_usd - sum((t.cost_usd for t in turns), start=Decimal(0))),
             "prices_read_on": settings.DISPUTA_PRICES.get("read_on", ""),
         },
+    }
+
+
+def _decision_json(run: Run) -> dict[str, Any]:
+    """The human's pick after the judge's verdict (None values when nobody picked; `judge_pick` is None when the
+    protocol has no pick or the judge gave no verdict), with every pick made, oldest first (the last one stands)."""
+    from debates.selectors import pick_history
+
+    picked = bool(run.human_pick)
+    return {
+        "options": [list(option) for option in run.pick_options],
+        "judge_pick": run.judge_pick or None,
+        "judge_label": run.judge_pick_label or None,
+        "human_pick": run.human_pick or None,
+        "human_label": run.human_pick_label or None,
+        "agrees": (run.human_pick == run.judge_pick) if picked and run.judge_pick else None,
+        "reason": run.pick_reason if picked else None,
+        "picked_by": run.picked_by.get_username() if picked and run.picked_by else None,
+        "picked_at": _iso(run.picked_at) if picked else None,
+        "history": [
+            {
+                "pick": h["pick"],
+                "label": h["label"],
+                "reason": h["reason"],
+                "agrees": h["agrees"],
+                "user": h["user"] or None,
+                "at": _iso(h["at"]),
+            }
+            for h in (pick_history(run) if picked else [])
+        ],
     }
 
 

@@ -1,14 +1,16 @@
-"""The new-run form (cross-examination for now)."""
+"""The new-run form: the shared fields, then one fieldset per protocol (only the chosen protocol's are read)."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
 
+from debates import demo
 from debates.agents.base import backend_choices
-from debates.protocols import registry
+from debates.protocols import comparative, registry
 
 DEFAULT_ANALYSTS = (
     "Ada: economic costs and benefits\nBo: risks and second-order effects\nCy: evidence quality"
@@ -36,7 +38,7 @@ def parse_analysts(text: str) -> list[dict[str, str]]:
 
 
 class RunForm(forms.Form):
-    protocol = forms.ChoiceField()
+    protocol = forms.ChoiceField(initial="cross-examination")
     topic = forms.CharField(max_length=500, label="Question or topic")
     kb: forms.ModelChoiceField = forms.ModelChoiceField(
         queryset=None,
@@ -86,6 +88,83 @@ class RunForm(forms.Form):
         label="Apply proposed KB changes without the approval inbox",
         help_text="Still only through the discipline: downgrade only, logged, never deleting.",
     )
+    # --- comparative (seed 003) ---
+    cmp_options = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        initial=f"{demo.DEMO_COMPARISON['option_a']}\n{demo.DEMO_COMPARISON['option_b']}",
+        label="Options (exactly two)",
+        help_text="One per line: the first is A (argued for its long-term strategic fit), the second B (argued "
+        "for pragmatic near-term execution). List more and you will be asked to triage them to two.",
+    )
+    cmp_triage = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="Triage: tick the two options to compare"
+    )
+    decision_type = forms.ChoiceField(
+        choices=[(t, t.capitalize()) for t in comparative.DECISION_TYPES],
+        initial=demo.DEMO_COMPARISON["decision_type"],
+        required=False,
+        help_text="Pre-fills the default criteria for this kind of decision.",
+    )
+    criteria = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 7}),
+        required=False,
+        initial=comparative.criteria_text(
+            comparative.default_criteria(str(demo.DEMO_COMPARISON["decision_type"]))
+        ),
+        help_text="One per line: 'Criterion | High', 'Medium' or 'Low' (weights 3 / 2 / 1). Add, remove and "
+        "re-weight freely.",
+    )
+    evidence_a = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        label="Evidence for A",
+        help_text="One source per line: 'Source | Type | Summary' (type: Doc, Web, Slack, Email, Interview…).",
+    )
+    evidence_b = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False, label="Evidence for B"
+    )
+    evidence_both = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), required=False, label="Evidence bearing on both"
+    )
+    stakeholders = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        help_text="One per line: 'Name | Known position | stated or inferred | notes'.",
+    )
+    evidence_gaps = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), required=False, help_text="One gap per line."
+    )
+    evidence_review = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Review the evidence before the debate starts",
+        help_text="The run waits for you to proceed, add evidence or adjust the criteria.",
+    )
+    cmp_mode = forms.ChoiceField(
+        choices=[
+            ("team", "Team debate: openings, rebuttals, separate judge (3 rounds)"),
+            ("subagent", "Quick debate: openings and judge, no rebuttals"),
+            ("single", "Single-agent scorecard"),
+        ],
+        initial="team",
+        required=False,
+        label="Mode",
+    )
+    # --- adversarial (seed 003 family) ---
+    artifact_type = forms.CharField(
+        max_length=60,
+        required=False,
+        initial="RFC",
+        label="What is reviewed",
+        help_text="The artifact under review is the material above (an RFC, a plan, a proposal…).",
+    )
+    framework = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        label="Evaluation framework (optional)",
+        help_text="One criterion per line, e.g. 'Rollback plan exists'.",
+    )
     backend = forms.ChoiceField(widget=forms.RadioSelect, initial="simulated")
     model = forms.ChoiceField(
         initial="simulated",
@@ -115,6 +194,25 @@ class RunForm(forms.Form):
     sim_fail_analyst = forms.BooleanField(required=False, label="One analyst fails (analysis)")
     sim_no_questions = forms.BooleanField(required=False, label="Examiner produces no questions")
     sim_fail_assessment = forms.BooleanField(required=False, label="Examiner's assessment fails")
+    sim_fail_rebuttal = forms.BooleanField(
+        required=False, label="Comparative: advocate B's rebuttal fails (team → subagent)"
+    )
+    sim_fail_judge = forms.BooleanField(required=False, label="Comparative: the judge fails (raw outputs)")
+    sim_judge_slip = forms.BooleanField(required=False, label="Comparative: the judge's arithmetic slips")
+    sim_hedge = forms.BooleanField(required=False, label="Comparative: advocate B hedges")
+    sim_adv_concerns = forms.ChoiceField(
+        choices=[
+            ("mixed", "Mixed severities"),
+            ("severe", "Severe: the judge rejects"),
+            ("mild", "Mild: the judge approves, the challenge looks performative"),
+        ],
+        initial="mixed",
+        required=False,
+        label="Adversarial: the challenger's concerns",
+    )
+    sim_adv_softeners = forms.BooleanField(
+        required=False, label="Adversarial: the challenger softens a concern"
+    )
     sim_cps = forms.IntegerField(
         min_value=0,
         max_value=100000,
@@ -128,6 +226,8 @@ class RunForm(forms.Form):
 
         self.fields["kb"].queryset = KnowledgeBase.objects.all()  # type: ignore[attr-defined]
         self.fields["protocol"].choices = [(p.name, p.title) for p in registry.all_protocols()]  # type: ignore[attr-defined]
+        listed = comparative.options_triage(str(self.data.get("cmp_options", "")))  # before field validation
+        self.fields["cmp_triage"].choices = [(o, o) for o in listed]  # type: ignore[attr-defined]
         self.backends = backend_choices()
         self.fields["backend"].choices = [(b["name"], b["label"]) for b in self.backends]  # type: ignore[attr-defined]
         self.fields["model"].choices = [  # type: ignore[attr-defined]
@@ -141,6 +241,55 @@ class RunForm(forms.Form):
         if len(analysts) > 6:
             raise forms.ValidationError(f"{len(analysts)} analysts: at most 6.")
         return analysts
+
+    def _comparative_clean(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """The comparative config from its fieldset; errors go next to the field and name the line."""
+        options = comparative.options_triage(data.get("cmp_options") or "")
+        if len(options) > 2:
+            ticked = [o for o in options if o in (data.get("cmp_triage") or [])]
+            if len(ticked) == 2:
+                options = ticked
+            else:
+                self.add_error(
+                    "cmp_options",
+                    f"You listed {len(options)} options ({', '.join(options)}); a comparison takes exactly two. "
+                    "Tick the two strongest below, or shorten the list.",
+                )
+                return None
+        if len(options) < 2:
+            self.add_error("cmp_options", "Name the two options to compare, one per line.")
+            return None
+        config: dict[str, Any] = {
+            "option_a": options[0],
+            "option_b": options[1],
+            "decision_type": data.get("decision_type") or "vendor",
+            "evidence_review": "human" if data.get("evidence_review") else "proceed",
+            "mode": data.get("cmp_mode") or "team",
+        }
+        names = {"A": options[0], "B": options[1]}
+        parsers: dict[str, Callable[[str], dict[str, Any]]] = {
+            "criteria": lambda text: {"criteria": comparative.criteria_parse(text)},
+            "evidence_a": lambda text: {
+                "evidence": comparative.evidence_parse(text, "A", f"Evidence for {names['A']}")
+            },
+            "evidence_b": lambda text: {
+                "evidence": comparative.evidence_parse(text, "B", f"Evidence for {names['B']}")
+            },
+            "evidence_both": lambda text: {
+                "evidence": comparative.evidence_parse(text, "both", "Evidence for both")
+            },
+            "stakeholders": lambda text: {"stakeholders": comparative.stakeholders_parse(text)},
+            "evidence_gaps": lambda text: {"evidence_gaps": comparative.lines_parse(text)},
+        }
+        ok = True
+        for name, parse in parsers.items():
+            try:
+                for key, value in parse(data.get(name) or "").items():
+                    config[key] = config.get(key, []) + value if key == "evidence" else value
+            except ValueError as error:
+                self.add_error(name, str(error))
+                ok = False
+        return config if ok else None
 
     def clean_backend(self) -> str:
         name = self.cleaned_data["backend"]
@@ -172,6 +321,7 @@ class RunForm(forms.Form):
             else:
                 seat_models[handle] = model
         data["seat_models"] = seat_models
+        data["comparative"] = self._comparative_clean(data) if data.get("protocol") == "comparative" else None
         return data
 
     def clean_seed(self) -> int:
@@ -203,6 +353,33 @@ class RunForm(forms.Form):
                 "min_turns": min(12, max_turns),
                 "auto_approve": data["auto_approve"],
             }
+        if data["protocol"] == "comparative":
+            config = data["comparative"]
+            options = {"cps": data["sim_cps"]}
+            fail = [
+                key
+                for key, wanted in (
+                    ("r2/rebuttal/advocate-b", data["sim_fail_rebuttal"]),
+                    ("r3/judgement/judge", data["sim_fail_judge"]),
+                )
+                if wanted
+            ]
+            if fail:
+                options["fail"] = fail
+            if data["sim_judge_slip"]:
+                options["judge_slip"] = True
+            if data["sim_hedge"]:
+                options["hedge"] = True
+        if data["protocol"] == "adversarial":
+            config = {
+                "artifact_type": (data.get("artifact_type") or "proposal").strip(),
+                "framework": [
+                    line.strip() for line in (data.get("framework") or "").splitlines() if line.strip()
+                ],
+            }
+            options = {"cps": data["sim_cps"], "concerns": data.get("sim_adv_concerns") or "mixed"}
+            if data["sim_adv_softeners"]:
+                options["softeners"] = True
         return {
             "protocol": data["protocol"],
             "topic": data["topic"],

@@ -68,6 +68,17 @@ class Run(UsageFields):
     status_reason = models.TextField(blank=True)
     outcome = models.JSONField(null=True, blank=True)
 
+    # The human's pick after a judge's verdict. A protocol with a pick puts `judge_pick` (the judge's choice, ""
+    # when the judge failed and the human adjudicates) and `pick_options` ([value, label] pairs) in its outcome;
+    # the runner copies the judge's choice here, and the latest human pick stands (every pick is a HumanAction).
+    judge_pick = models.CharField(max_length=100, blank=True, db_index=True)
+    human_pick = models.CharField(max_length=100, blank=True, db_index=True)
+    pick_reason = models.TextField(blank=True)
+    picked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    picked_at = models.DateTimeField(null=True, blank=True)
+
     # Checked before every model call: a call that could take the run past either limit is not made, and the run
     # pauses with `budget_stopped` set until a moderator raises the budget.
     budget_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
@@ -120,6 +131,35 @@ class Run(UsageFields):
         from debates.protocols import registry
 
         return f"{registry.get(self.protocol).template}#outcome"
+
+    @property
+    def pick_options(self) -> list[tuple[str, str]]:
+        """The outcome's [value, label] pairs the human picks from; [] when the protocol has no pick."""
+        options = self.outcome.get("pick_options") if isinstance(self.outcome, dict) else None
+        pairs = []
+        for option in options or []:
+            if isinstance(option, (list, tuple)) and len(option) >= 2:
+                pairs.append((str(option[0]), str(option[1])))
+            elif isinstance(option, str):
+                pairs.append((option, option))
+        return pairs
+
+    def pick_label(self, value: str) -> str:
+        """An option's label (the value itself when the outcome does not name it; "" for no pick)."""
+        return dict(self.pick_options).get(value, value) if value else ""
+
+    @property
+    def judge_pick_label(self) -> str:
+        return self.pick_label(self.judge_pick)
+
+    @property
+    def human_pick_label(self) -> str:
+        return self.pick_label(self.human_pick)
+
+    @property
+    def pick_overrides(self) -> bool:
+        """The human picked something other than the judge (adjudicating without a judge is no override)."""
+        return bool(self.human_pick and self.judge_pick and self.human_pick != self.judge_pick)
 
     @property
     def total_tokens(self) -> int:
@@ -221,6 +261,7 @@ class HumanActionKind(models.TextChoices):
     CONSENT = "consent"
     BUDGET = "budget"
     MUTATION_DECIDE = "mutation_decide"
+    PICK = "pick"
 
 
 class HumanAction(models.Model):

@@ -247,6 +247,69 @@ def run_consent(*, run_id: int, approve: bool, user: Any, client_uuid: uuid.UUID
     return True
 
 
+PICK_REASON_MIN = 10
+
+
+def run_pick_record(
+    *, run_id: int, pick: str, reason: str, user: Any, client_uuid: uuid.UUID | None = None
+) -> bool:
+    """The human's decision after a judge's verdict: agree with the judge's pick, override it (with a reason), or
+    adjudicate when the judge failed (with a reason). Any protocol whose outcome has `pick_options` takes one.
+    A pick can be revised: the latest stands on the run, every pick stays as a HumanAction. A double submit (same
+    client uuid) is a no-op returning False."""
+    pick = (pick or "").strip()
+    reason = (reason or "").strip()
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if client_uuid is not None and HumanAction.objects.filter(client_uuid=client_uuid).exists():
+            return False  # recorded already: a double submit is a no-op
+        if run.status in {RunStatus.FAILED, RunStatus.CANCELLED}:
+            raise ActionRefused(f"The run is {run.status}; it has no verdict to pick from.")
+        if run.status != RunStatus.COMPLETED:
+            raise ActionRefused(
+                f"The run is {run.status}; you can record your decision once it has completed."
+            )
+        options = run.pick_options
+        if not options:
+            raise ActionRefused("This debate's outcome has nothing to pick from.")
+        if pick not in dict(options):
+            listed = ", ".join(f"{value} ({label})" for value, label in options)
+            raise ActionRefused(f"Pick one of the options: {listed}.")
+        judge_pick = run.judge_pick
+        if judge_pick and pick != judge_pick and len(reason) < PICK_REASON_MIN:
+            raise ActionRefused(
+                f"Say why you override the judge (who picked {run.pick_label(judge_pick)}): "
+                f"a reason of at least {PICK_REASON_MIN} characters."
+            )
+        if not judge_pick and len(reason) < PICK_REASON_MIN:
+            raise ActionRefused(
+                "The judge gave no verdict, so you adjudicate from the raw outputs: say why you pick "
+                f"{run.pick_label(pick)} (at least {PICK_REASON_MIN} characters)."
+            )
+        agrees = (pick == judge_pick) if judge_pick else None
+        if not _action_once(
+            run,
+            kind=HumanActionKind.PICK,
+            user=user,
+            client_uuid=client_uuid,
+            payload={"pick": pick, "reason": reason, "agrees": agrees},
+        ):
+            return False
+        run.human_pick = pick
+        run.pick_reason = reason
+        run.picked_by = user if getattr(user, "is_authenticated", False) else None
+        run.picked_at = timezone.now()
+        run.save(update_fields=["human_pick", "pick_reason", "picked_by", "picked_at"])
+        label = getattr(user, "get_username", lambda: "someone")()
+        seq = event_append(
+            run_id=run.pk,
+            kind="pick_recorded",
+            payload={"pick": pick, "judge_pick": judge_pick, "agrees": agrees, "user": label},
+        )
+    event_publish(run_id=run_id, seq=seq)
+    return True
+
+
 def run_budget_set(
     *,
     run_id: int,

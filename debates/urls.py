@@ -8,13 +8,17 @@ from debates import views
 urlpatterns = [
     path("", views.run_list, name="run-list"),
     path("runs/new/", views.run_new, name="run-new"),
+    path("runs/new/criteria/", views.run_new_criteria, name="run-new-criteria"),
     path("runs/<int:run_id>/", views.run_detail, name="run-detail"),
     path("runs/<int:run_id>/control/<str:action>/", views.run_control, name="run-control"),
     path("runs/<int:run_id>/human/", views.human_turn_submit, name="human-turn-submit"),
     path("runs/<int:run_id>/consent/", views.run_consent, name="run-consent"),
     path("runs/<int:run_id>/budget/", views.run_budget, name="run-budget"),
+    path("runs/<int:run_id>/pick/", views.run_pick, name="run-pick"),
+    path("decisions/", views.decisions, name="decisions"),
     path("runs/<int:run_id>/export.json", views.run_export, name="run-export-json"),
     path("runs/<int:run_id>/run-dir.zip", views.run_export_dir, name="run-export-zip"),
+    path("runs/<int:run_id>/brief.md", views.run_export_brief_md, name="run-export-brief"),
     path(
         "runs/<int:run_id>/mutations/<int:mutation_id>/decide/",
         views.run_mutation_decide,

@@ -66,6 +66,26 @@ def run_new(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @login_required
+@permission_required("debates.moderate", raise_exception=True)
+def run_new_criteria(request: HttpRequest) -> HttpResponse:
+    """The comparative criteria box for a decision type: its default criteria, unless the user has edited the
+    box (then it is kept, and the note says how to get the defaults)."""
+    from debates.protocols import comparative
+
+    decision_type = request.GET.get("decision_type", "vendor")
+    current = request.GET.get("criteria", "")
+    defaults = comparative.criteria_text(comparative.default_criteria(decision_type))
+    untouched = {
+        comparative.criteria_text(comparative.default_criteria(t)) for t in comparative.DECISION_TYPES
+    }
+    edited = current.strip() and current.replace("\r\n", "\n").strip() not in untouched
+    form = RunForm(initial={"criteria": current if edited else defaults})
+    note = f"Kept your edited criteria; empty the box to get the {decision_type} defaults." if edited else ""
+    return render(request, "debates/run_new.html#criteria-field", {"form": form, "criteria_note": note})
+
+
+@require_GET
+@login_required
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     kb = selectors.run_protocol_context(run)
@@ -86,10 +106,13 @@ def _moderator_response(
     message: str = "",
     status: int = 200,
     errors: dict[str, list[str]] | None = None,
+    pick_error: str = "",
 ) -> HttpResponse:
     run.refresh_from_db()
     context = {
-        **selectors.moderator_context(run, request.user, errors=errors, values=request.POST),
+        **selectors.moderator_context(
+            run, request.user, errors=errors, values=request.POST, pick_error=pick_error
+        ),
         "message": message,
     }
     if getattr(request, "htmx", False):
@@ -155,6 +178,44 @@ def run_consent(request: HttpRequest, run_id: int) -> HttpResponse:
         return _moderator_response(request, run, message=str(refused))
     message = "Approved: the run starts." if approve else "Declined: the run is cancelled."
     return _moderator_response(request, run, message=message)
+
+
+@require_POST
+@login_required
+def run_pick(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The human's decision after the judge's verdict: agree, override (with a reason) or adjudicate."""
+    if not selectors.user_can_moderate(request.user):
+        raise PermissionDenied("You need the moderate permission to record a decision.")
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        applied = services.run_pick_record(
+            run_id=run.pk,
+            pick=request.POST.get("pick", ""),
+            reason=request.POST.get("reason", ""),
+            user=request.user,
+            client_uuid=_uuid(request.POST.get("client_uuid")),
+        )
+    except services.ActionRefused as refused:
+        # 200: htmx swaps only successful answers, and the form says what went wrong.
+        return _moderator_response(request, run, pick_error=str(refused))
+    if not applied:
+        return _moderator_response(request, run, message="This decision was recorded already.")
+    run.refresh_from_db()
+    pick = run.human_pick_label
+    if run.pick_overrides:
+        message = f"Recorded: you override the judge and pick {pick}."
+    elif run.judge_pick:
+        message = f"Recorded: you agree with the judge ({pick})."
+    else:
+        message = f"Recorded: you adjudicated for {pick}."
+    return _moderator_response(request, run, message=message)
+
+
+@require_GET
+@login_required
+def decisions(request: HttpRequest) -> HttpResponse:
+    """How often humans overrode the judge, overall and per protocol, with the decisions and their reasons."""
+    return render(request, "debates/decisions.html", selectors.override_stats())
 
 
 @require_POST
@@ -242,4 +303,21 @@ def run_export_dir(request: HttpRequest, run_id: int) -> HttpResponse:
         raise Http404("Only a KB debate has a run directory.")
     response = HttpResponse(run_export_zip(run), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="disputa-run-{run.pk}.zip"'
+    return response
+
+
+@require_GET
+@login_required
+def run_export_brief_md(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The decision brief (comparative) or Competitive Review (adversarial): the file `export_run --format brief`
+    writes."""
+    from debates.briefs import BriefUnavailable, brief_filename, run_export_brief
+
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        text = run_export_brief(run)
+    except BriefUnavailable as error:
+        raise Http404(str(error)) from None
+    response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{brief_filename(run)}"'
     return response

@@ -281,7 +281,17 @@ class SimulatedBackend:
         yield Result(text=text, payload=payload, usage=usage, model="simulated")
 
 
-# The KB debate's simulated seats (seed 002) live in their own module.
-from debates.agents.simulated_kb_debate import GENERATORS as KB_DEBATE_GENERATORS  # noqa: E402
+def _generators_discover() -> None:
+    """Other protocols' simulated seats live in their own `simulated_<protocol>` modules, each with a GENERATORS
+    dict of its own: adding a protocol adds a module, it does not edit this one."""
+    import importlib
+    import pkgutil
 
-GENERATORS.update(KB_DEBATE_GENERATORS)
+    import debates.agents as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.name.startswith("simulated_"):
+            GENERATORS.update(importlib.import_module(f"debates.agents.{module.name}").GENERATORS)
+
+
+_generators_discover()

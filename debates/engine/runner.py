@@ -168,7 +168,13 @@ def run_decide(run_id: int, owner: str) -> Decision:
             run.outcome = plan.outcome
             seqs.append(
                 _set_status(
-                    run, status, plan.reason, outcome=plan.outcome, finished_at=timezone.now(), awaiting=[]
+                    run,
+                    status,
+                    plan.reason,
+                    outcome=plan.outcome,
+                    judge_pick=str((plan.outcome or {}).get("judge_pick") or ""),
+                    finished_at=timezone.now(),
+                    awaiting=[],
                 )
             )
             return Decision("done", seqs=seqs)

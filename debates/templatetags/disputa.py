@@ -43,3 +43,11 @@ def posted(values: Any, prefix: str, suffix: str) -> str:
         return str(values.get(f"{prefix}{suffix}", ""))
     except AttributeError:
         return ""
+
+
+@register.filter
+def tojson(value: Any) -> str:
+    """JSON for a data attribute (autoescaping then escapes it for the attribute): charts read it in JS."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

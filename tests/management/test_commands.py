@@ -51,7 +51,9 @@ class RunDebateTests:
         assert not Run.objects.exists()
 
     def test_an_unknown_protocol_names_the_available_ones(self):
-        with pytest.raises(CommandError, match="available: cross-examination"):
+        with pytest.raises(
+            CommandError, match="available: adversarial, comparative, cross-examination, kb-debate"
+        ):
             run_command("run_debate", "--protocol", "nope", "--topic", "x")
 
     def test_it_debates_over_a_knowledge_base_by_slug(self):
@@ -163,14 +165,21 @@ class DemoTests:
         monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
         monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
         out, _ = run_command("demo", "--no-serve")
-        run = Run.objects.get()
+        run = Run.objects.get(protocol="cross-examination")
         assert run.backend == "simulated" and run.status == "queued"
+        comparison = Run.objects.get(protocol="comparative")
+        assert comparison.backend == "simulated" and comparison.status == "queued"
+        assert (
+            comparison.config["option_a"] == "MongoDB" and comparison.config["evidence_review"] == "proceed"
+        )
+        assert f"/runs/{comparison.pk}/ (scorecard, then pick the winner)" in out
         assert "agents      simulated (set ANTHROPIC_API_KEY for real agents)" in out
         assert "username 'moderator'" in out
 
     def test_with_a_key_the_demo_run_uses_anthropic_under_a_budget(self, anthropic_api):
         out, _ = run_command("demo", "--no-serve")
-        run = Run.objects.get()
+        run = Run.objects.get(protocol="cross-examination")
+        assert Run.objects.get(protocol="comparative").budget_usd == 1
         assert (run.backend, run.model, run.budget_usd) == ("anthropic", "claude-sonnet-5-5", 1)
         assert run.consent == "auto" and run.status == "queued"
         assert "agents      Anthropic claude-sonnet-5-5, estimated $" in out
@@ -178,4 +187,4 @@ class DemoTests:
 
     def test_simulated_can_be_forced(self, anthropic_api):
         run_command("demo", "--no-serve", "--simulated")
-        assert Run.objects.get().backend == "simulated"
+        assert set(Run.objects.values_list("backend", flat=True)) == {"simulated"}

@@ -65,6 +65,18 @@ class Command(BaseCommand):
             start=True,
             enqueue=False,  # the server's start-up resumer picks it up once the event loop runs
         )
+        comparison = services.run_create(
+            protocol="comparative",
+            topic=demo.DEMO_COMPARISON_TOPIC,
+            material=demo.DEMO_COMPARISON_MATERIAL,
+            config={**demo.DEMO_COMPARISON, "evidence_review": "proceed"},
+            backend=backend,
+            seed=11,
+            backend_options={"cps": 400} if backend == "simulated" else {},
+            budget_usd=None if backend == "simulated" else Decimal("1.00"),
+            start=True,
+            enqueue=False,
+        )
         agents = (
             "simulated (set ANTHROPIC_API_KEY for real agents)"
             if backend == "simulated"
@@ -73,6 +85,7 @@ class Command(BaseCommand):
         self.stdout.write(
             "\nDisputa demo\n"
             f"  open        http://{host}:{port}/runs/{run.pk}/\n"
+            f"  comparison  http://{host}:{port}/runs/{comparison.pk}/ (scorecard, then pick the winner)\n"
             f"  moderator   username 'moderator'  password '{password}'\n"
             f"  viewer      username 'viewer'     password '{password}'\n"
             f"  agents      {agents}\n"

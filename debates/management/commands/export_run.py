@@ -1,4 +1,4 @@
-"""`manage.py export_run ID --format json --out FILE` and `manage.py export_run ID --format run-dir --out DIR`."""
+"""`manage.py export_run ID --format json|brief --out FILE` and `manage.py export_run ID --format run-dir --out DIR`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from debates.briefs import BriefUnavailable, run_export_brief
 from debates.exports import RunDirUnavailable, run_dir_write, run_export_json, run_export_run_dir
 from debates.models import Run
 
@@ -17,7 +18,9 @@ FORMATS = ["json", "run-dir", "brief", "artifacts"]
 class Command(BaseCommand):
     help = (
         "Export a run. Formats: json (the whole run, to the file --out); run-dir (the seed-002 run directory of "
-        "a kb-debate run — output/, kb/, kb-snapshot-construction/ — into the new or empty directory --out)."
+        "a kb-debate run — output/, kb/, kb-snapshot-construction/ — into the new or empty directory --out); brief "
+        "(the seed-003 decision brief of a comparative run, or the Competitive Review of an adversarial run, as "
+        "Markdown to the file --out)."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -32,6 +35,15 @@ class Command(BaseCommand):
             raise CommandError(f"No run with id {run_id}.") from None
         if format == "run-dir":
             self._run_dir(run, out)
+            return
+        if format == "brief":
+            try:
+                text = run_export_brief(run)
+            except BriefUnavailable as error:
+                raise CommandError(f"--format brief: {error}.") from None
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+            self.stdout.write(str(out))
             return
         if format != "json":
             raise CommandError(

@@ -23,6 +23,8 @@ DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
     "cross-examination": {"analysts": demo.DEMO_ANALYSTS, "examiner": "agent", "questions_per_analyst": 3},
     # Headless: no human at the moderator's seat, and proposed KB changes are applied through the discipline.
     "kb-debate": {"moderator": "agent", "auto_approve": True},
+    # Headless: the evidence-review gate proceeds; the options come from --config '{"options": ["X", "Y"]}'.
+    "comparative": {"evidence_review": "proceed"},
 }
 
 
@@ -76,6 +78,10 @@ class Command(BaseCommand):
         config = {**DEFAULT_CONFIGS.get(opts["protocol"], {}), **overrides}
         if config.get("examiner") == "human" or config.get("moderator") == "human":
             raise CommandError("A headless run cannot seat a human: set the examiner / moderator to 'agent'.")
+        if config.get("evidence_review") == "human":
+            raise CommandError(
+                "A headless run cannot wait at the evidence review: set evidence_review to 'proceed'."
+            )
         material = opts["material"]
         if opts["material_file"]:
             material = opts["material_file"].read_text(encoding="utf-8")

@@ -1,0 +1,288 @@
+"""`export_run --format brief`: the seed-003 decision brief of a comparative run (`templates/decision-brief.md` of
+`/evaluate`: frontmatter, then Executive Summary, Evaluation Scorecard, Case for A, Case for B, Judge Synthesis,
+Recommendation, Open Questions, Stakeholder Input, Evidence Base, in that order), and the Competitive Review of
+an adversarial run. Rendered from the stored outcome, so the page and the command give the same file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.utils.text import slugify
+
+from debates.models import Run
+
+
+class BriefUnavailable(Exception):
+    """This run has no brief; the message says why."""
+
+
+def _cell(value: Any) -> str:
+    return " ".join(str(value if value is not None else "—").split()).replace("|", "\\|")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _bullets(items: Sequence[Any], empty: str = "None.") -> list[str]:
+    return [f"- {' '.join(str(i).split())}" for i in items] or [f"- {empty}"]
+
+
+def _yaml_str(value: str) -> str:
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def brief_filename(run: Run) -> str:
+    """The seed's artifact name: `YYYY-MM-DD-evaluate-<slug>.md` (slug about 40 characters)."""
+    date = (run.finished_at or run.created_at).date().isoformat()
+    kind = "evaluate" if run.protocol == "comparative" else "review"
+    return f"{date}-{kind}-{slugify(run.topic)[:40].strip('-') or run.pk}.md"
+
+
+def run_export_brief(run: Run) -> str:
+    if run.protocol == "adversarial":
+        if not run.outcome:
+            raise BriefUnavailable(f"run {run.pk} has no outcome yet ({run.status})")
+        from debates.exports_adversarial import adversarial_review_md
+
+        return adversarial_review_md(run)
+    if run.protocol != "comparative":
+        raise BriefUnavailable(
+            f"run {run.pk} is a {run.protocol} run; the decision brief is written for comparative and "
+            "adversarial runs"
+        )
+    if not run.outcome:
+        raise BriefUnavailable(f"run {run.pk} has no outcome yet ({run.status})")
+    return comparative_brief_md(run, run.outcome)
+
+
+def _case(outcome: Mapping[str, Any], option: str, lens: str) -> list[str]:
+    name = outcome["options"][option]
+    opening = (outcome.get("openings") or {}).get(option)
+    lines = [f"## Case for {name} ({lens})", ""]
+    if not opening:
+        return [*lines, f"No opening argument: advocate {option} failed.", ""]
+    for arg in opening["arguments"]:
+        cited = (
+            f" _(evidence: {', '.join(arg['evidence'])})_"
+            if arg.get("evidence")
+            else " _(no evidence cited)_"
+        )
+        lines += [
+            f"- **{arg['criterion']}** ({arg['id']}): {arg['claim']}{cited}",
+            f"  - Why {name} scores well: {arg['why_ours_scores_well']}",
+            f"  - Why the other falls short: {arg['why_theirs_falls_short']}",
+        ]
+    lines += ["", "**Risks of the other option:**", ""]
+    lines += [f"{n}. {r['risk']} ({r['evidence']})" for n, r in enumerate(opening["risks_of_other"], start=1)]
+    if opening.get("stakeholders"):
+        lines += ["", "**To the stakeholders:**", ""]
+        lines += [f"- {s['stakeholder']}: {s['response']}" for s in opening["stakeholders"]]
+    lines += ["", f"**Closing:** {opening['closing']}"]
+    flags = list((outcome.get("hedging") or {}).get(option, []))
+    if flags:
+        lines += [
+            "",
+            "**Hedging flagged by code:** " + "; ".join(f"“{f['phrase']}” in {f['where']}" for f in flags),
+        ]
+    rebuttals = [r for r in outcome.get("rebuttals", []) if r["by"] == option]
+    if rebuttals:
+        lines += ["", "**Rebuttals (round 2):**", ""]
+        for r in rebuttals:
+            verdict = f" → {r['verdict']} ({r['effectiveness']}/5)" if r.get("verdict") else ""
+            lines.append(
+                f"- {r['id']} on {r['claim_id']} “{r['quoted_claim']}” — {r['failure']}: {r['why_it_fails']} "
+                f"Counter-evidence: {r['counter_evidence']}{verdict}"
+            )
+    return [*lines, ""]
+
+
+def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
+    names = outcome["options"]
+    judgement = outcome.get("judgement")
+    card = outcome.get("scorecard")
+    recommendation = outcome.get("recommendation")
+    date = (run.finished_at or run.created_at).date().isoformat()
+    lines = [
+        "---",
+        "type: work",
+        "subtype: decision-brief",
+        f"date: {date}",
+        f"tags: [decision, evaluate, {outcome['decision_type']}]",
+        "related: []",
+        "status: draft",
+        "stakeholders: [" + ", ".join(_yaml_str(s["name"]) for s in outcome.get("stakeholders", [])) + "]",
+        "---",
+        "",
+        f"# Decision brief: {outcome['decision']}",
+        "",
+        f"Options: **A: {names['A']}** vs **B: {names['B']}** · Disputa run {run.pk} · mode {outcome['mode']}",
+        "",
+        "## Executive Summary",
+        "",
+    ]
+    if judgement:
+        lines.append(judgement["executive_summary"])
+    else:
+        lines.append(
+            "The judge produced no assessment; the advocates' cases are below for the decision owner to adjudicate."
+        )
+    for step in outcome.get("degradations", []):
+        lines += ["", f"> Stepped down {step['from']} → {step['to']}: {step['reason']}"]
+    for note in outcome.get("notes", []):
+        lines += ["", f"> {note}"]
+
+    lines += ["", "## Evaluation Scorecard", ""]
+    if card:
+        rows = [
+            [r["criterion"], r["weight_letter"], r["score_a"], r["score_b"], r["weighted_a"], r["weighted_b"]]
+            for r in card["rows"]
+        ]
+        rows.append(["**Total**", "", "", "", f"**{card['total_a']}**", f"**{card['total_b']}**"])
+        lines += _table(
+            [
+                "Criterion",
+                "Weight",
+                names["A"],
+                names["B"],
+                f"{names['A']} Weighted",
+                f"{names['B']} Weighted",
+            ],
+            rows,
+        )
+        lines += [
+            "",
+            f"Weights: H=3, M=2, L=1. Weighted totals recomputed by code; they differ by {card['gap_percent']} % "
+            f"({'within' if card['close'] else 'not within'} 5 %).",
+        ]
+        if card["mismatches"]:
+            lines += ["", "The judge's own arithmetic differed (kept as written, not corrected):", ""]
+            lines += _bullets(card["mismatches"])
+        if card["flags"]:
+            lines += ["", *_bullets(card["flags"])]
+    else:
+        lines.append("No scorecard: the judge failed.")
+    lines.append("")
+
+    lines += _case(outcome, "A", "strategic lens")
+    lines += _case(outcome, "B", "pragmatic lens")
+
+    lines += ["## Judge Synthesis", ""]
+    if judgement:
+        lines += ["### Criterion Scores", ""]
+        lines += _table(
+            ["Criterion", names["A"], names["B"], "More convincing"],
+            [
+                [
+                    s["criterion"],
+                    f"{s['score_a']}: {s['justification_a']}",
+                    f"{s['score_b']}: {s['justification_b']}",
+                    s["more_convincing"],
+                ]
+                for s in judgement["criterion_scores"]
+            ],
+        )
+        if outcome.get("rebuttals"):
+            summary = outcome["rebuttal_summary"]
+            lines += [
+                "",
+                "### Rebuttal Analysis",
+                "",
+                f"{summary['effective']}/{summary['total']} rebuttals effective (4–5); {summary['collapsed']} claims collapsed.",
+                "",
+            ]
+            lines += _table(
+                ["Rebuttal", "Targeted claim", "Effectiveness", "Verdict"],
+                [
+                    [r["id"], r["quoted_claim"], r.get("effectiveness"), r.get("verdict") or "—"]
+                    for r in outcome["rebuttals"]
+                ],
+            )
+        audit = judgement["audit"]
+        lines += ["", "### Argument Audit", ""]
+        for key, label in (
+            ("strawman", "Strawman"),
+            ("unsupported", "Unsupported claims"),
+            ("new_unsupported_in_rebuttals", "New unsupported claims in rebuttals"),
+            ("pulled_punches", "Pulled punches"),
+        ):
+            found = [f"{names[f['advocate']]}: {f['instance']}" for f in audit[key]]
+            lines += [f"**{label}:**", *_bullets(found, "None flagged."), ""]
+        lines += ["### Agreement Zones", "", *_bullets(judgement["agreement_zones"]), ""]
+        lines += ["### Contested Zones", "", *_bullets(judgement["contested_zones"]), ""]
+    else:
+        lines += ["The judge failed: no synthesis.", ""]
+
+    lines += ["## Recommendation", ""]
+    if recommendation and judgement:
+        close = " (it's close)" if recommendation["its_close"] else ""
+        lines += [f"**Recommend: {recommendation['name']}**{close}", "", recommendation["rationale"], ""]
+        if recommendation.get("decisive_rebuttal"):
+            lines += [f"Most decisive rebuttal: {recommendation['decisive_rebuttal']}.", ""]
+        lines += ["### Key Risks", ""]
+        lines += _table(
+            ["Risk", "Likelihood (H/M/L)", "Mitigation"],
+            [[r["risk"], r["likelihood"], r["mitigation"]] for r in judgement["key_risks"]],
+        )
+        conditions = judgement["decision_conditions"]
+        lines += ["", "### Decision Conditions", ""]
+        lines += [f"- Choose {names['A']} if {c}" for c in conditions["choose_a_if"]]
+        lines += [f"- Choose {names['B']} if {c}" for c in conditions["choose_b_if"]]
+        lines.append("")
+    else:
+        lines += ["No recommendation: the judge failed.", ""]
+    lines += _decision_lines(run, outcome)
+
+    lines += ["## Open Questions", ""]
+    lines += [*_bullets(judgement["open_questions"] if judgement else []), ""]
+
+    lines += ["## Stakeholder Input", ""]
+    stakeholders = outcome.get("stakeholders", [])
+    if stakeholders:
+        lines += _table(
+            ["Stakeholder", "Known Position", "Confidence", "Notes"],
+            [
+                [s["name"], s.get("position") or "—", s["confidence"].capitalize(), s.get("notes") or ""]
+                for s in stakeholders
+            ],
+        )
+    else:
+        lines.append("No stakeholders were listed.")
+    lines += ["", "## Evidence Base", "", "### Sources Consulted", ""]
+    evidence = outcome.get("evidence", [])
+    if evidence:
+        for_option = {"A": names["A"], "B": names["B"], "both": "both"}
+        lines += _table(
+            ["Source", "Type", "Summary"],
+            [[f"{e['source']} ({for_option[e['option']]})", e["type"], e["summary"]] for e in evidence],
+        )
+    else:
+        lines.append("No sources were listed; the advocates argued from the run's material.")
+    lines += ["", "### Evidence Gaps", ""]
+    lines += [f"- [ ] {g}" for g in outcome.get("evidence_gaps", [])] or ["- None recorded."]
+    lines += ["", f"<!-- {outcome.get('result_event', '')} -->", ""]
+    return "\n".join(lines)
+
+
+def _decision_lines(run: Run, outcome: Mapping[str, Any]) -> list[str]:
+    """The human's pick beside the judge's recommendation."""
+    human = getattr(run, "human_pick", "")
+    if not human:
+        return ["### Decision", "", "No human decision recorded yet.", ""]
+    labels = dict(tuple(pair) for pair in outcome.get("pick_options", []))
+    judge = outcome.get("judge_pick", "")
+    if not judge:
+        stance = "adjudicated without a judge"
+    elif human == judge:
+        stance = "agrees with the judge"
+    else:
+        stance = f"overrides the judge ({labels.get(judge, judge)})"
+    picker = getattr(run, "picked_by", None)
+    who = picker.get_username() if picker is not None else "someone"
+    lines = ["### Decision", "", f"**Decided: {labels.get(human, human)}** — {stance}; by {who}."]
+    if getattr(run, "pick_reason", ""):
+        lines += ["", f"Reason: {run.pick_reason}"]
+    return [*lines, ""]
