@@ -5,6 +5,7 @@ an adversarial run. Rendered from the stored outcome, so the page and the comman
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,8 +18,11 @@ class BriefUnavailable(Exception):
     """This run has no brief; the message says why."""
 
 
+BLOCK_START = re.compile(r"^(#|>|---|<!--|[-*+] |\d+[.)] |=)")
+
+
 def _cell(value: Any) -> str:
-    return " ".join(str(value if value is not None else "—").split()).replace("|", "\\|")
+    return md_line(value).replace("|", "\\|")
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -27,8 +31,15 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return lines
 
 
+def md_line(value: Any) -> str:
+    """Model or user text as one inert line: newlines collapsed (so it cannot open a heading or a list of its
+    own), a leading block marker escaped, and no `-->` to close the result comment early."""
+    text = " ".join(str(value if value is not None else "—").split()).replace("-->", "--\\>")
+    return "\\" + text if BLOCK_START.match(text) else text
+
+
 def _bullets(items: Sequence[Any], empty: str = "None.") -> list[str]:
-    return [f"- {' '.join(str(i).split())}" for i in items] or [f"- {empty}"]
+    return [f"- {md_line(i)}" for i in items] or [f"- {empty}"]
 
 
 def _yaml_str(value: str) -> str:
@@ -67,26 +78,30 @@ def _case(outcome: Mapping[str, Any], option: str, lens: str) -> list[str]:
         return [*lines, f"No opening argument: advocate {option} failed.", ""]
     for arg in opening["arguments"]:
         cited = (
-            f" _(evidence: {', '.join(arg['evidence'])})_"
+            f" _(evidence: {md_line(', '.join(arg['evidence']))})_"
             if arg.get("evidence")
             else " _(no evidence cited)_"
         )
         lines += [
-            f"- **{arg['criterion']}** ({arg['id']}): {arg['claim']}{cited}",
-            f"  - Why {name} scores well: {arg['why_ours_scores_well']}",
-            f"  - Why the other falls short: {arg['why_theirs_falls_short']}",
+            f"- **{md_line(arg['criterion'])}** ({md_line(arg['id'])}): {md_line(arg['claim'])}{cited}",
+            f"  - Why {md_line(name)} scores well: {md_line(arg['why_ours_scores_well'])}",
+            f"  - Why the other falls short: {md_line(arg['why_theirs_falls_short'])}",
         ]
     lines += ["", "**Risks of the other option:**", ""]
-    lines += [f"{n}. {r['risk']} ({r['evidence']})" for n, r in enumerate(opening["risks_of_other"], start=1)]
+    lines += [
+        f"{n}. {md_line(r['risk'])} ({md_line(r['evidence'])})"
+        for n, r in enumerate(opening["risks_of_other"], start=1)
+    ]
     if opening.get("stakeholders"):
         lines += ["", "**To the stakeholders:**", ""]
-        lines += [f"- {s['stakeholder']}: {s['response']}" for s in opening["stakeholders"]]
-    lines += ["", f"**Closing:** {opening['closing']}"]
+        lines += [f"- {md_line(s['stakeholder'])}: {md_line(s['response'])}" for s in opening["stakeholders"]]
+    lines += ["", f"**Closing:** {md_line(opening['closing'])}"]
     flags = list((outcome.get("hedging") or {}).get(option, []))
     if flags:
         lines += [
             "",
-            "**Hedging flagged by code:** " + "; ".join(f"“{f['phrase']}” in {f['where']}" for f in flags),
+            "**Hedging flagged by code:** "
+            + "; ".join(f"“{md_line(f['phrase'])}” in {md_line(f['where'])}" for f in flags),
         ]
     rebuttals = [r for r in outcome.get("rebuttals", []) if r["by"] == option]
     if rebuttals:
@@ -94,8 +109,8 @@ def _case(outcome: Mapping[str, Any], option: str, lens: str) -> list[str]:
         for r in rebuttals:
             verdict = f" → {r['verdict']} ({r['effectiveness']}/5)" if r.get("verdict") else ""
             lines.append(
-                f"- {r['id']} on {r['claim_id']} “{r['quoted_claim']}” — {r['failure']}: {r['why_it_fails']} "
-                f"Counter-evidence: {r['counter_evidence']}{verdict}"
+                f"- {md_line(r['id'])} on {md_line(r['claim_id'])} “{md_line(r['quoted_claim'])}” — {md_line(r['failure'])}: "
+                f"{md_line(r['why_it_fails'])} Counter-evidence: {md_line(r['counter_evidence'])}{verdict}"
             )
     return [*lines, ""]
 
@@ -117,23 +132,24 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
         "stakeholders: [" + ", ".join(_yaml_str(s["name"]) for s in outcome.get("stakeholders", [])) + "]",
         "---",
         "",
-        f"# Decision brief: {outcome['decision']}",
+        f"# Decision brief: {md_line(outcome['decision'])}",
         "",
-        f"Options: **A: {names['A']}** vs **B: {names['B']}** · Disputa run {run.pk} · mode {outcome['mode']}",
+        f"Options: **A: {md_line(names['A'])}** vs **B: {md_line(names['B'])}** · Disputa run {run.pk} · "
+        f"mode {outcome['mode']}",
         "",
         "## Executive Summary",
         "",
     ]
     if judgement:
-        lines.append(judgement["executive_summary"])
+        lines.append(md_line(judgement["executive_summary"]))
     else:
         lines.append(
             "The judge produced no assessment; the advocates' cases are below for the decision owner to adjudicate."
         )
     for step in outcome.get("degradations", []):
-        lines += ["", f"> Stepped down {step['from']} → {step['to']}: {step['reason']}"]
+        lines += ["", f"> Stepped down {step['from']} → {step['to']}: {md_line(step['reason'])}"]
     for note in outcome.get("notes", []):
-        lines += ["", f"> {note}"]
+        lines += ["", f"> {md_line(note)}"]
 
     lines += ["", "## Evaluation Scorecard", ""]
     if card:
@@ -219,9 +235,14 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
     lines += ["## Recommendation", ""]
     if recommendation and judgement:
         close = " (it's close)" if recommendation["its_close"] else ""
-        lines += [f"**Recommend: {recommendation['name']}**{close}", "", recommendation["rationale"], ""]
+        lines += [
+            f"**Recommend: {md_line(recommendation['name'])}**{close}",
+            "",
+            md_line(recommendation["rationale"]),
+            "",
+        ]
         if recommendation.get("decisive_rebuttal"):
-            lines += [f"Most decisive rebuttal: {recommendation['decisive_rebuttal']}.", ""]
+            lines += [f"Most decisive rebuttal: {md_line(recommendation['decisive_rebuttal'])}.", ""]
         lines += ["### Key Risks", ""]
         lines += _table(
             ["Risk", "Likelihood (H/M/L)", "Mitigation"],
@@ -229,8 +250,8 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
         )
         conditions = judgement["decision_conditions"]
         lines += ["", "### Decision Conditions", ""]
-        lines += [f"- Choose {names['A']} if {c}" for c in conditions["choose_a_if"]]
-        lines += [f"- Choose {names['B']} if {c}" for c in conditions["choose_b_if"]]
+        lines += [f"- Choose {md_line(names['A'])} if {md_line(c)}" for c in conditions["choose_a_if"]]
+        lines += [f"- Choose {md_line(names['B'])} if {md_line(c)}" for c in conditions["choose_b_if"]]
         lines.append("")
     else:
         lines += ["No recommendation: the judge failed.", ""]
@@ -262,8 +283,8 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
     else:
         lines.append("No sources were listed; the advocates argued from the run's material.")
     lines += ["", "### Evidence Gaps", ""]
-    lines += [f"- [ ] {g}" for g in outcome.get("evidence_gaps", [])] or ["- None recorded."]
-    lines += ["", f"<!-- {outcome.get('result_event', '')} -->", ""]
+    lines += [f"- [ ] {md_line(g)}" for g in outcome.get("evidence_gaps", [])] or ["- None recorded."]
+    lines += ["", f"<!-- {md_line(outcome.get('result_event', ''))} -->", ""]
     return "\n".join(lines)
 
 
@@ -282,7 +303,11 @@ def _decision_lines(run: Run, outcome: Mapping[str, Any]) -> list[str]:
         stance = f"overrides the judge ({labels.get(judge, judge)})"
     picker = getattr(run, "picked_by", None)
     who = picker.get_username() if picker is not None else "someone"
-    lines = ["### Decision", "", f"**Decided: {labels.get(human, human)}** — {stance}; by {who}."]
+    lines = [
+        "### Decision",
+        "",
+        f"**Decided: {md_line(labels.get(human, human))}** — {md_line(stance)}; by {who}.",
+    ]
     if getattr(run, "pick_reason", ""):
-        lines += ["", f"Reason: {run.pick_reason}"]
+        lines += ["", f"Reason: {md_line(run.pick_reason)}"]
     return [*lines, ""]

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from debates.agents.base import Usage
-from debates.agents.pricing import price_get, tokens_estimate, usage_cost
+from debates.agents.pricing import price_get, price_table, tokens_estimate, usage_cost
 from debates.agents.prompts import SHARED_RULES
 from debates.engine.view import run_view_load
 from debates.models import Run
@@ -21,11 +21,16 @@ PROMPT_OVERHEAD_TOKENS = 1000  # rules, persona, task and context around the mat
 
 
 def run_estimate(run: Run) -> dict[str, Any] | None:
-    """None for backends that cost nothing (simulated) or models without a price (local servers)."""
+    """None for backends that cost nothing (simulated) or models without a price (local servers). A protocol
+    that `estimates_simulated` gets a nominal estimate for a simulated run, priced as the first model of the
+    price table, so its consent gate can be shown without a key."""
+    nominal = ""
     if run.backend == "simulated":
-        return None
+        if not registry.get(run.protocol).estimates_simulated or not price_table()["models"]:
+            return None
+        nominal = next(iter(price_table()["models"]))
     models = sorted({seat.model for seat in run.seats.all() if not seat.human})
-    priced = [model for model in models if price_get(model) is not None]
+    priced = [nominal] if nominal else [model for model in models if price_get(model) is not None]
     if not priced:
         return None
     view = run_view_load(run)
@@ -42,6 +47,8 @@ def run_estimate(run: Run) -> dict[str, Any] | None:
         "output_tokens": output_tokens,
         "cost_usd": str(cost.quantize(Decimal("0.0001"))),
         "models": models,
-        "unpriced_models": [model for model in models if model not in priced],
-        "assumes": f"no cache hits and about {ESTIMATE_OUTPUT_TOKENS:,} output tokens per call",
+        "unpriced_models": [] if nominal else [model for model in models if model not in priced],
+        "assumes": f"no cache hits and about {ESTIMATE_OUTPUT_TOKENS:,} output tokens per call"
+        + (f"; nominal: priced as {nominal}, the simulated agents cost nothing" if nominal else ""),
+        **({"nominal_model": nominal} if nominal else {}),
     }

@@ -36,7 +36,7 @@ def _money(value: Decimal) -> str:
 
 def run_export_json(run: Run) -> dict[str, Any]:
     seats = list(run.seats.all())
-    turns = list(run.turns.select_related("seat").order_by("first_seq", "id"))
+    turns = list(run.turns.select_related("seat", "copied_from").order_by("first_seq", "id"))
     seat_cost: dict[str, Decimal] = {}
     seat_tokens: dict[str, int] = {}
     for t in turns:
@@ -70,6 +70,9 @@ def run_export_json(run: Run) -> dict[str, Any]:
             "budget_stopped": run.budget_stopped,
             "estimate": run.estimate,
             "consent": run.consent,
+            # Lineage: the run this one re-runs or forks (None), and the turn it was forked at ("" for a re-run).
+            "parent": run.parent_id,
+            "forked_at_key": run.forked_at_key,
         },
         "seats": [
             {
@@ -109,6 +112,8 @@ def run_export_json(run: Run) -> dict[str, Any]:
                     "thinking_tokens": t.thinking_tokens,
                 },
                 "cost_usd": _money(t.cost_usd),
+                # A turn copied into a fork: the parent run it was copied from (its usage stays there).
+                "copied_from_run": t.copied_from.run_id if t.copied_from else None,
                 "timings": {
                     "queued_at": _iso(t.queued_at),
                     "started_at": _iso(t.started_at),

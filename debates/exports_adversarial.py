@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from debates.briefs import md_line
 from debates.models import Run
 
 
 def _one_line(value: Any) -> str:
-    return " ".join(str(value if value is not None else "").split())
+    return md_line(value if value is not None else "")
 
 
 def _cell(value: Any) -> str:

@@ -10,7 +10,7 @@ from django import forms
 
 from debates import demo
 from debates.agents.base import backend_choices
-from debates.protocols import comparative, registry
+from debates.protocols import comparative, consultation, market_panel, registry
 
 DEFAULT_ANALYSTS = (
     "Ada: economic costs and benefits\nBo: risks and second-order effects\nCy: evidence quality"
@@ -165,6 +165,89 @@ class RunForm(forms.Form):
         label="Evaluation framework (optional)",
         help_text="One criterion per line, e.g. 'Rollback plan exists'.",
     )
+    # --- market panel (seed 004) ---
+    mp_lenses = forms.MultipleChoiceField(
+        choices=[(lens, lens.capitalize()) for lens in market_panel.DEFAULT_LENSES],
+        initial=list(market_panel.DEFAULT_LENSES),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Lenses",
+        help_text="Each lens seats a bull and a bear (e.g. tech_bull, tech_bear) who cross-examine each other.",
+    )
+    mp_weight_logic = forms.IntegerField(
+        min_value=0, max_value=100, initial=30, required=False, label="Logic %"
+    )
+    mp_weight_evidence = forms.IntegerField(
+        min_value=0, max_value=100, initial=30, required=False, label="Evidence %"
+    )
+    mp_weight_clarity = forms.IntegerField(
+        min_value=0, max_value=100, initial=20, required=False, label="Clarity %"
+    )
+    mp_weight_persuasiveness = forms.IntegerField(
+        min_value=0, max_value=100, initial=20, required=False, label="Persuasiveness %"
+    )
+    mp_arguments = forms.ChoiceField(
+        choices=[
+            ("2-4", "2–4 (the seed)"),
+            ("2-3", "2–3"),
+            ("3-4", "3–4"),
+            ("2-2", "exactly 2"),
+            ("3-3", "exactly 3"),
+            ("4-4", "exactly 4"),
+        ],
+        initial="2-4",
+        required=False,
+        label="Arguments per seat",
+    )
+    mp_slices = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        label="Slices (optional)",
+        help_text="One lens per line: 'lens: path, path' (dotted paths of the data KB). Blank: technical = indices, "
+        "technicals; fundamental = fundamentals, sectors; macro = macro, global_markets; sentiment = sentiment.",
+    )
+    # --- consultation (seed 001) ---
+    cons_agents = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        initial="\n".join(f"{name}: {lens}" for name, lens in consultation.DEFAULT_AGENTS),
+        label="Agents (2–5)",
+        help_text="One per line: 'Name: lens'. A judge synthesises their answers.",
+    )
+    cons_mode = forms.ChoiceField(
+        choices=[
+            ("converge", "Converge: one recommendation with dissent; may stop early on a strong consensus"),
+            ("explore", "Explore: a menu of options you pick from; never stops early"),
+        ],
+        initial="converge",
+        required=False,
+        widget=forms.RadioSelect,
+        label="Mode",
+    )
+    cons_threshold = forms.FloatField(
+        min_value=0.5,
+        max_value=1.0,
+        initial=0.90,
+        required=False,
+        label="Early-stop threshold",
+        help_text="Converge mode stops after Round 2 at this mean consensus confidence (unless rubber-stamped).",
+    )
+    cons_rounds = forms.TypedChoiceField(
+        choices=[(4, "4: full"), (3, "3: no verdict"), (2, "2: quick"), (1, "1: independent answers only")],
+        coerce=int,
+        initial=4,
+        required=False,
+        label="Rounds",
+    )
+    cons_auto_approve = forms.DecimalField(
+        min_value=0,
+        max_digits=10,
+        decimal_places=4,
+        required=False,
+        label="Auto-approve under (USD)",
+        help_text="The estimated cost a run starts at without your consent; 0 always asks. Blank: the site "
+        "default. Simulated runs get a nominal estimate so the gate can be tried.",
+    )
     backend = forms.ChoiceField(widget=forms.RadioSelect, initial="simulated")
     model = forms.ChoiceField(
         initial="simulated",
@@ -212,6 +295,28 @@ class RunForm(forms.Form):
     )
     sim_adv_softeners = forms.BooleanField(
         required=False, label="Adversarial: the challenger softens a concern"
+    )
+    sim_mp_handshake = forms.BooleanField(
+        required=False, initial=True, label="Market panel: the last lens's pair shakes hands (flagged)"
+    )
+    sim_mp_misquote = forms.BooleanField(
+        required=False, initial=True, label="Market panel: the second lens's bull misquotes a figure"
+    )
+    sim_mp_judge_slip = forms.BooleanField(
+        required=False, label="Market panel: the judge's weighted score slips"
+    )
+    sim_cons_consensus = forms.ChoiceField(
+        choices=[
+            ("mixed", "Mixed: real tensions (one invalid, dropped), dissent in the verdict"),
+            ("strong", "Strong: converge mode stops early after Round 2"),
+            ("rubber_stamp", "Rubber stamp: identical answers; the early stop is blocked"),
+        ],
+        initial="mixed",
+        required=False,
+        label="Consultation: the agents' agreement",
+    )
+    sim_cons_fail_agent = forms.BooleanField(
+        required=False, label="Consultation: the last agent fails in Round 1"
     )
     sim_cps = forms.IntegerField(
         min_value=0,
@@ -291,6 +396,79 @@ class RunForm(forms.Form):
                 ok = False
         return config if ok else None
 
+    def _market_panel_clean(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """The market-panel config from its fieldset: a data KB is required, the weights must sum to 100, and
+        every slice path must exist in the KB; errors go next to the field."""
+        kb = data.get("kb")
+        if kb is None:
+            self.add_error(
+                "kb", "The market panel needs a data knowledge base: choose one (e.g. market-2026-q4)."
+            )
+            return None
+        if kb.kind != "data":
+            self.add_error(
+                "kb", f"'{kb.title}' is an argument graph; the market panel needs a data knowledge base."
+            )
+            return None
+        lenses = [lens for lens in market_panel.DEFAULT_LENSES if lens in (data.get("mp_lenses") or [])]
+        if not lenses:
+            self.add_error("mp_lenses", "Tick at least one lens.")
+            return None
+        weights: dict[str, int] = {}
+        for name, default in market_panel.DEFAULT_WEIGHTS.items():
+            given = data.get(f"mp_weight_{name}")
+            weights[name] = default if given is None else int(given)
+        if sum(weights.values()) != 100:
+            self.add_error(
+                "mp_weight_logic", f"The four weights must sum to 100 (they sum to {sum(weights.values())})."
+            )
+            return None
+        low, _, high = (data.get("mp_arguments") or "2-4").partition("-")
+        config: dict[str, Any] = {
+            "lenses": lenses,
+            "weights": weights,
+            "arguments_min": int(low),
+            "arguments_max": int(high),
+        }
+        try:
+            slices = market_panel.slices_parse(data.get("mp_slices") or "")
+            unknown = sorted(set(slices) - set(lenses))
+            if unknown:
+                raise ValueError(f"Slices: {', '.join(unknown)} is not a ticked lens")
+            config["slices"] = market_panel.slices_resolve({**config, "slices": slices}, kb.data)
+        except ValueError as error:
+            self.add_error("mp_slices", str(error))
+            return None
+        return config
+
+    def _consultation_clean(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        agents = []
+        for number, line in enumerate((data.get("cons_agents") or "").splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, _, lens = (part.strip() for part in line.partition(":"))
+            if not name:
+                self.add_error("cons_agents", f"Line {number}: write the agent as 'Name: lens'.")
+                return None
+            agents.append({"name": name[:60], "lens": lens[:300]})
+        if not 2 <= len(agents) <= 5:
+            self.add_error("cons_agents", f"{len(agents)} agents: a consultation takes 2 to 5.")
+            return None
+        config: dict[str, Any] = {
+            "agents": agents,
+            "mode": data.get("cons_mode") or "converge",
+            "consensus_threshold": data.get("cons_threshold") or 0.90,
+            "max_rounds": data.get("cons_rounds") or 4,
+        }
+        if data.get("cons_auto_approve") is not None:
+            config["auto_approve_under_usd"] = str(data["cons_auto_approve"])
+        try:
+            consultation.ConsultationConfig.model_validate(config)
+        except ValueError as error:
+            self.add_error("cons_agents", str(error))
+            return None
+        return config
+
     def clean_backend(self) -> str:
         name = self.cleaned_data["backend"]
         backend = next(b for b in self.backends if b["name"] == name)
@@ -322,6 +500,15 @@ class RunForm(forms.Form):
                 seat_models[handle] = model
         data["seat_models"] = seat_models
         data["comparative"] = self._comparative_clean(data) if data.get("protocol") == "comparative" else None
+        data["consultation"] = (
+            self._consultation_clean(data) if data.get("protocol") == "consultation" else None
+        )
+        data["market_panel"] = (
+            self._market_panel_clean(data) if data.get("protocol") == "market-panel" else None
+        )
+        if data.get("protocol") == "adversarial" and not (data.get("material") or "").strip():
+            # The challenger quotes the artifact; with nothing to quote, no concern could be checked.
+            self.add_error("material", "Paste the artifact under review (the RFC, plan or proposal) here.")
         return data
 
     def clean_seed(self) -> int:
@@ -380,6 +567,24 @@ class RunForm(forms.Form):
             options = {"cps": data["sim_cps"], "concerns": data.get("sim_adv_concerns") or "mixed"}
             if data["sim_adv_softeners"]:
                 options["softeners"] = True
+        if data["protocol"] == "consultation":
+            config = data["consultation"]
+            options = {"cps": data["sim_cps"], "consensus": data.get("sim_cons_consensus") or "mixed"}
+            if data["sim_cons_fail_agent"]:
+                last = config["agents"][-1]["name"]
+                options["fail"] = [consultation.key_independent(consultation.agent_handle(last))]
+        if data["protocol"] == "market-panel":
+            config = data["market_panel"]
+            lenses = config["lenses"]
+            options = {
+                "cps": data["sim_cps"],
+                "handshake": lenses[-1] if data["sim_mp_handshake"] else "",
+                "misquote": market_panel.seat_handle(lenses[min(1, len(lenses) - 1)], "bull")
+                if data["sim_mp_misquote"]
+                else "",
+            }
+            if data["sim_mp_judge_slip"]:
+                options["judge_slip"] = True
         return {
             "protocol": data["protocol"],
             "topic": data["topic"],

@@ -115,9 +115,23 @@ class Run(UsageFields):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    # Lineage (debates.lineage): a re-run or a fork names the run it was made from; a fork also names the turn
+    # it was forked at (its history up to that turn is copied, the rest generated anew). "" for a re-run.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    forked_at_key = models.CharField(max_length=200, blank=True)
+
     class Meta:
         ordering = ["-created_at", "-id"]
         permissions = [("moderate", "Can start, steer and decide debates")]
+        # The archive filters by these and pages newest first (issue 8).
+        indexes = [
+            models.Index(fields=["-created_at", "-id"], name="run_archive_order"),
+            models.Index(fields=["protocol", "-created_at"], name="run_protocol_created"),
+            models.Index(fields=["status", "-created_at"], name="run_status_created"),
+            models.Index(fields=["backend", "model"], name="run_backend_model"),
+        ]
 
     def __str__(self) -> str:
         return f"Run {self.pk} ({self.protocol})"
@@ -210,6 +224,11 @@ class Turn(UsageFields):
     citations = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
     human = models.BooleanField(default=False)
+    # A turn copied into a fork from its parent run: text, payload and citations as the parent committed them,
+    # usage zeroed (the parent paid for it and keeps it in its totals).
+    copied_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="copies"
+    )
 
     backend = models.CharField(max_length=32, blank=True)
     model = models.CharField(max_length=100, blank=True)
@@ -224,6 +243,8 @@ class Turn(UsageFields):
     class Meta:
         ordering = ["first_seq", "id"]
         constraints = [models.UniqueConstraint(fields=["run", "key"], name="turn_unique_key")]
+        # The run page reads a run's turns in this order (issue 8).
+        indexes = [models.Index(fields=["run", "first_seq", "id"], name="turn_run_order")]
 
     def __str__(self) -> str:
         return self.key

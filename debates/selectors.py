@@ -91,6 +91,8 @@ def turn_card(
         "names": names or {},
         "citations": turn.citations,
         "kb": kb,
+        # A turn copied into a fork: the parent run it comes from (debates.lineage).
+        "copied_from_run": turn.copied_from.run_id if turn.copied_from_id and turn.copied_from else None,
     }
 
 
@@ -112,7 +114,7 @@ def live_card(
 def run_turn_cards(
     run: Run, *, upto_seq: int | None = None, kb: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
-    turns = run.turns.select_related("seat").order_by("first_seq", "id")
+    turns = run.turns.select_related("seat", "copied_from").order_by("first_seq", "id")
     if upto_seq is not None:
         turns = turns.filter(first_seq__lte=upto_seq)
     names = seat_names(run)
@@ -143,10 +145,12 @@ def run_status_context(run: Run) -> dict[str, Any]:
             state = "pending"
         stages.append({"id": stage.id, "label": stage.label, "state": state})
     expected = protocol.expected_turns(view)
+    plan = protocol.plan(view) if not run.is_terminal else None
     return {
         "run": run,
         "status_label": STATUS_LABELS.get(RunStatus(run.status), run.status),
         "stages": stages,
+        "notices": plan.notices if isinstance(plan, Steps) else (),
         "committed": committed,
         "failed": failed,
         "expected": max(expected, committed + failed),

@@ -20,9 +20,11 @@ from pydantic import BaseModel, ValidationError
 from debates.agents.base import default_model
 from debates.conf import conf
 from debates.engine.events import event_append, event_publish
+from debates.engine.runner import run_states_record
 from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
 from debates.protocols import registry
+from debates.protocols.base import Done
 from debates.selectors import run_awaited_steps
 
 log = logging.getLogger("debates.services")
@@ -88,9 +90,7 @@ def run_create(
         )
     with transaction.atomic():
         if kb is not None and not material.strip():
-            from kb.services import kb_material_text
-
-            material = kb_material_text(kb)
+            material = proto.kb_material(kb)
         run = Run.objects.create(
             protocol=protocol,
             topic=topic.strip(),
@@ -125,6 +125,7 @@ def run_create(
             kb_snapshot_take(kb=kb, run=run)
         seqs = [event_append(run_id=run.pk, kind="run_created", payload={"protocol": protocol})]
         seqs += _consent_gate(run, budget_tokens=budget_tokens, consented=consented, start=start)
+        seqs += run_states_record(run, None)
     _publish_all(run.pk, seqs)
     if start and enqueue and run.status == RunStatus.QUEUED:
         run_wake(run_id=run.pk)
@@ -168,7 +169,9 @@ def _consent_gate(run: Run, *, budget_tokens: int | None, consented: bool, start
         return []
     run.estimate = estimate
     run.estimate_usd = Decimal(estimate["cost_usd"])
-    threshold = Decimal(str(conf("CONSENT_THRESHOLD_USD")))
+    protocol = registry.get(run.protocol)
+    own = protocol.consent_threshold(protocol.config_model.model_validate(run.config))
+    threshold = own if own is not None else Decimal(str(conf("CONSENT_THRESHOLD_USD")))
     seqs = []
     if consented:
         run.consent = "approved"
@@ -240,6 +243,7 @@ def run_consent(*, run_id: int, approve: bool, user: Any, client_uuid: uuid.UUID
             event_append(
                 run_id=run.pk, kind="run_status", payload={"status": run.status, "reason": run.status_reason}
             ),
+            *run_states_record(run, None),
         ]
     _publish_all(run_id, seqs)
     if approve:
@@ -419,6 +423,7 @@ def run_control(
         seqs.append(event_append(run_id=run.pk, kind="control", payload={"action": action, "user": label}))
         if action == "cancel" and run.status == RunStatus.CANCELLED:
             seqs.append(event_append(run_id=run.pk, kind="run_status", payload={"status": run.status}))
+            seqs += run_states_record(run, Done({}, failed=True, reason=run.status_reason))
     _publish_all(run_id, seqs)
     if wake:
         run_wake(run_id=run_id)

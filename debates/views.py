@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -16,7 +15,6 @@ from pydantic import ValidationError
 
 from debates import selectors, services
 from debates.conf import conf
-from debates.exports import run_export_json
 from debates.forms import BudgetForm, RunForm
 from debates.models import Run
 
@@ -33,13 +31,20 @@ def _uuid(value: str | None) -> uuid.UUID | None:
 @require_GET
 @login_required
 def run_list(request: HttpRequest) -> HttpResponse:
-    runs = selectors.run_list()[:200]
+    """The archive: every run, filtered by GET parameters and paginated (debates.archive); htmx requests (the
+    filters, the pages, the 2 s live-status poll) get the table alone."""
+    from debates.archive import VERDICT_LABELS, archive_page
+
+    archive = archive_page(request.GET, request.GET.get("page") or 1)
     template = (
-        "debates/run_list.html#runs-table" if getattr(request, "htmx", False) else "debates/run_list.html"
+        "debates/run_list.html#archive-table" if getattr(request, "htmx", False) else "debates/run_list.html"
     )
-    return render(
-        request, template, {"runs": runs, "can_moderate": selectors.user_can_moderate(request.user)}
-    )
+    context = {
+        "archive": archive,
+        "verdict_labels": VERDICT_LABELS,
+        "can_moderate": selectors.user_can_moderate(request.user),
+    }
+    return render(request, template, context)
 
 
 @require_http_methods(["GET", "POST"])
@@ -245,11 +250,10 @@ def run_budget(request: HttpRequest, run_id: int) -> HttpResponse:
 @require_GET
 @login_required
 def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(Run, pk=run_id)
-    body = json.dumps(run_export_json(run), indent=2, ensure_ascii=False)
-    response = HttpResponse(body, content_type="application/json; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="disputa-run-{run.pk}.json"'
-    return response
+    """The whole run as JSON: the file `export_run --format json` writes."""
+    from debates.views_exports import export_response
+
+    return export_response(get_object_or_404(Run, pk=run_id), "json")
 
 
 @require_POST
@@ -295,15 +299,11 @@ def run_mutation_decide(request: HttpRequest, run_id: int, mutation_id: int) -> 
 @require_GET
 @login_required
 def run_export_dir(request: HttpRequest, run_id: int) -> HttpResponse:
-    """The seed-002 run directory (transcript, claims ledger, synthesis, revisions, snapshot) as a zip."""
-    from debates.exports import run_export_zip
+    """The seed-002 run directory (transcript, claims ledger, synthesis, revisions, snapshot) as a zip: the file
+    `export_run --format run-dir --out FILE.zip` writes."""
+    from debates.views_exports import export_response
 
-    run = get_object_or_404(Run, pk=run_id)
-    if run.protocol != "kb-debate":
-        raise Http404("Only a KB debate has a run directory.")
-    response = HttpResponse(run_export_zip(run), content_type="application/zip")
-    response["Content-Disposition"] = f'attachment; filename="disputa-run-{run.pk}.zip"'
-    return response
+    return export_response(get_object_or_404(Run, pk=run_id), "run-dir")
 
 
 @require_GET
@@ -311,13 +311,6 @@ def run_export_dir(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_export_brief_md(request: HttpRequest, run_id: int) -> HttpResponse:
     """The decision brief (comparative) or Competitive Review (adversarial): the file `export_run --format brief`
     writes."""
-    from debates.briefs import BriefUnavailable, brief_filename, run_export_brief
+    from debates.views_exports import export_response
 
-    run = get_object_or_404(Run, pk=run_id)
-    try:
-        text = run_export_brief(run)
-    except BriefUnavailable as error:
-        raise Http404(str(error)) from None
-    response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{brief_filename(run)}"'
-    return response
+    return export_response(get_object_or_404(Run, pk=run_id), "brief")

@@ -117,3 +117,33 @@ def citations_for_run(run_id: int, text: str) -> list[dict[str, Any]]:
     snapshot = getattr(run, "snapshot", None)
     arguments = snapshot.arguments if snapshot is not None else None
     return [citation_verify(kb=run.kb, citation=c, snapshot=arguments) for c in citations_extract(text)]
+
+
+def data_point_verify(data: Any, path: str, quoted: Any = None, *, inferred: bool = False) -> dict[str, Any]:
+    """One cited data point checked against a data KB's tree (a plain dict: usable from a protocol's plan).
+    verified: the path exists and the quote holds the KB's value (any figure in it matches, tolerant of
+    formatting; a word matches case-insensitively) or quotes nothing; mismatch: the quote holds figures and none
+    is the KB's value (or a word that is not it); unverified: no such path; inferred: labelled so by the agent."""
+    citation: dict[str, Any] = {"kind": "data", "ref": path, "quote": quoted}
+    if inferred:
+        return {**citation, "status": INFERRED, "detail": "labelled inferred: not a fact from the KB"}
+    try:
+        value = path_get(data or {}, path)
+    except KeyError as missing:
+        return {**citation, "status": UNVERIFIED, "detail": f"no data at {missing.args[0]}"}
+    if isinstance(value, dict | list):
+        return {**citation, "status": VERIFIED, "detail": f"{path} is a section", "kb_value": None}
+    text = "" if quoted is None else str(quoted).strip()
+    found = {**citation, "kb_value": value}
+    if not text or text.lower() == str(value).strip().lower():
+        return {**found, "status": VERIFIED, "detail": f"{path} = {value}"}
+    if figure_parse(value) is None:  # a word (bullish, above, narrowing): the quote must say it
+        if re.search(r"\b" + re.escape(str(value).strip().lower()) + r"\b", text.lower()):
+            return {**found, "status": VERIFIED, "detail": f"{path} = {value}"}
+        return {**found, "status": MISMATCH, "detail": f"quoted {text}, the KB has {value}"}
+    figures = [m.group(0) for m in NUMBER.finditer(text)]
+    if not figures:
+        return {**found, "status": VERIFIED, "detail": f"{path} = {value} (no figure quoted)"}
+    if any(figures_match(f, value) for f in figures):
+        return {**found, "status": VERIFIED, "detail": f"{path} = {value}"}
+    return {**found, "status": MISMATCH, "detail": f"quoted {text}, the KB has {value}"}

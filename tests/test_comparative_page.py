@@ -190,10 +190,14 @@ def test_a_step_down_is_shown_with_its_reason(moderator_client: Client) -> None:
     assert "subagent debate (openings only)" in html
 
 
-def test_a_failed_judge_leaves_the_openings_side_by_side(moderator_client: Client) -> None:
+def test_a_failed_judge_leaves_the_openings_and_rebuttals_side_by_side(moderator_client: Client) -> None:
     run = comparison(backend_options={"fail": ["r3/judgement/judge"]})
     html = moderator_client.get(f"/runs/{run.pk}/").content.decode()
     assert 'id="raw-outputs"' in html and html.count('class="raw-output"') == 2
+    raw = html[html.index('id="raw-outputs"') :]
+    rebuttals = [r["id"] for r in run.outcome["rebuttals"]]
+    assert len(rebuttals) == 6
+    assert all(f'data-rebuttal="{r}"' in raw for r in rebuttals)
     assert 'id="scorecard-table"' not in html
 
 
@@ -247,6 +251,18 @@ def test_the_brief_has_the_seeds_sections_in_order_and_the_scorecard_totals() ->
     assert "| Head of platform | prefers PostgreSQL | Stated |  |" in text
     assert "- [ ] No load test" in text
     assert "### Rebuttal Analysis" in text and "No human decision recorded yet." in text
+
+
+def test_model_text_cannot_add_sections_or_close_the_result_comment() -> None:
+    run = comparison()
+    run.outcome["judgement"]["executive_summary"] = "Fine.\n\n## Injected section\n<!-- x -->"
+    run.outcome["recommendation"]["rationale"] = "# Also a heading"
+    run.outcome["result_event"] = "mode=team --> <script>alert(1)</script>"
+    text = run_export_brief(run)
+    assert [line for line in text.splitlines() if line.startswith("## ")] == BRIEF_SECTIONS
+    assert "Fine. ## Injected section <!-- x --\\>" in text
+    assert "\\# Also a heading" in text
+    assert text.count("-->") == 1 and text.rstrip().endswith("</script> -->")
 
 
 def test_the_brief_of_a_raw_run_says_the_judge_failed_and_keeps_both_cases() -> None:
@@ -325,3 +341,22 @@ def test_the_page_offers_the_brief_and_it_is_the_commands_file(
 def test_a_run_without_a_brief_answers_404(moderator_client: Client, make_run: Any) -> None:
     other = make_run()
     assert moderator_client.get(f"/runs/{other.pk}/brief.md").status_code == 404
+
+
+def test_a_step_down_is_shown_while_the_run_goes_on_not_only_at_the_end(moderator_client: Client) -> None:
+    run = services.run_create(
+        protocol="comparative",
+        topic=DECISION,
+        material=MATERIAL,
+        config={"option_a": "MongoDB", "option_b": "PostgreSQL", "decision_type": "architecture"},
+        seed=11,
+        backend_options={"cps": 0, "fail": ["r2/rebuttal/advocate-b"]},
+    )
+    # Step mode: both openings and both rebuttals run, then the run pauses before the judge.
+    Run.objects.filter(pk=run.pk).update(pause_requested=True, step_credits=4)
+    assert run_to_stop(run) == "paused"
+    page = moderator_client.get(f"/runs/{run.pk}/").content.decode()
+    notices = re.search(r'<ul id="run-notices".*?</ul>', page, re.S)
+    assert notices is not None
+    assert "Stepped down team → subagent: advocate B&#x27;s rebuttal failed" in notices.group(0)
+    assert 'id="brief-download"' not in page  # no outcome yet, so no brief

@@ -38,7 +38,7 @@ class PageTests:
         html = viewer_client.get("/").content.decode()
         assert "Is remote work here to stay?" in html and 'data-status="queued"' in html
         partial = viewer_client.get("/", HTTP_HX_REQUEST="true").content.decode()
-        assert partial.lstrip().startswith('<div id="runs-table"') and f"run-row-{run.pk}" in partial
+        assert partial.lstrip().startswith('<div id="archive-table"') and f"run-row-{run.pk}" in partial
 
     def test_the_run_page_has_the_stable_ids_and_a_socket(self, viewer_client, make_run):
         run = make_run()

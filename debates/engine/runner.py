@@ -42,7 +42,7 @@ from debates.engine.events import aevent_publish, event_append, run_group
 from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
 from debates.protocols import registry
-from debates.protocols.base import Done, RunView, Step, Steps, Wait
+from debates.protocols.base import Done, Plan, Protocol, RunView, Step, Steps, Wait
 from kb.citations import citations_for_run
 
 log = logging.getLogger("debates.engine")
@@ -139,6 +139,19 @@ def _set_status(run: Run, status: str, reason: str = "", **fields: Any) -> int:
     return event_append(run_id=run.pk, kind="run_status", payload={"status": status, "reason": reason})
 
 
+def run_states_record(run: Run, plan: Plan | None, view: RunView | None = None) -> list[int]:
+    """Record the protocol's own state changes (Protocol.states) as `state` events {from, to, reason}, inside the
+    caller's transaction (the event's time is the transition's). Nothing for a protocol without a state machine."""
+    protocol = registry.get(run.protocol)
+    if type(protocol).states is Protocol.states:
+        return []
+    view = view if view is not None else run_view_load(run)
+    return [
+        event_append(run_id=run.pk, kind="state", payload={"from": t.src, "to": t.dst, "reason": t.reason})
+        for t in protocol.states(view, plan)
+    ]
+
+
 def run_decide(run_id: int, owner: str) -> Decision:
     """Plan the next move and, unless it is to run steps, apply it, all in one transaction so a human action
     committed concurrently is either seen by this plan or sees the status this plan sets (no lost wake-up)."""
@@ -152,6 +165,7 @@ def run_decide(run_id: int, owner: str) -> Decision:
             seqs.append(
                 _set_status(run, RunStatus.CANCELLED, "Cancelled by a moderator.", finished_at=timezone.now())
             )
+            seqs += run_states_record(run, Done({}, failed=True, reason="Cancelled by a moderator."))
             return Decision("cancelled", seqs=seqs)
         if run.consent == "required":  # nothing is called before a moderator consents to the estimated cost
             return Decision("waiting", seqs=seqs)
@@ -163,6 +177,7 @@ def run_decide(run_id: int, owner: str) -> Decision:
         protocol = registry.get(run.protocol)
         view = run_view_load(run)
         plan = protocol.plan(view)
+        seqs += run_states_record(run, plan, view)
         if isinstance(plan, Done):
             status = RunStatus.FAILED if plan.failed else RunStatus.COMPLETED
             run.outcome = plan.outcome
@@ -429,7 +444,9 @@ def run_fail(run_id: int, owner: str, reason: str) -> int | None:
         Turn.objects.filter(run=run, status=TurnStatus.STREAMING).update(
             status=TurnStatus.FAILED, error=reason, finished_at=timezone.now()
         )
-        return _set_status(run, RunStatus.FAILED, reason, finished_at=timezone.now())
+        seq = _set_status(run, RunStatus.FAILED, reason, finished_at=timezone.now())
+        run_states_record(run, Done({}, failed=True, reason=reason))
+        return seq
 
 
 def run_charge(run_id: int, usage: Usage, what: str) -> int:

@@ -42,7 +42,17 @@ def run_view_load(run: Run) -> RunView:
         seats=seats,
         turns=turns,
         submitted_steps=submitted,
+        cost_usd=run.cost_usd,
+        estimate_usd=run.estimate_usd,
+        consent=run.consent,
+        state=run_state_last(run),
     )
+
+
+def run_state_last(run: Run) -> str:
+    """The protocol's own state as last recorded (Protocol.states); "" when it has none."""
+    payload = run.events.filter(kind="state").order_by("-seq").values_list("payload", flat=True).first()
+    return str(payload.get("to", "")) if isinstance(payload, dict) else ""
 
 
 def kb_view_load(run: Run) -> KbView:
@@ -90,4 +100,5 @@ def kb_view_load(run: Run) -> KbView:
         sources=frozenset(kb.sources.values_list("path", flat=True)),
         positions=tuple(kb_positions(kb)),
         mutations=mutations,
+        data=kb.data if kb.kind == KnowledgeBase.DATA else None,
     )

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from debates.protocols.base import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.protocols.fallback import Chain, failure_reason
 from debates.protocols.registry import register
 from debates.schemas import adversarial as schema
 
@@ -67,12 +67,16 @@ def _normalise(text: str) -> str:
     return text.lower()
 
 
+MIN_QUOTE_WORDS = 3  # "the" occurs in any artifact: a quote must be long enough to pin a place down
+
+
 def quote_in(quote: str, material: str) -> bool:
-    """Does the quote occur in the material (after normalisation)? With no material there is nothing to check."""
-    if not material.strip():
-        return True
-    needle = _normalise(quote)
-    return bool(needle) and needle in _normalise(material)
+    """Does the quote occur in the material (after normalisation), and is it at least MIN_QUOTE_WORDS words
+    (or the whole material, if that is shorter)?"""
+    needle, haystack = _normalise(quote), _normalise(material)
+    if len(needle.split()) < min(MIN_QUOTE_WORDS, len(haystack.split())):
+        return False
+    return bool(needle) and needle in haystack
 
 
 _PHRASE_PATTERNS = {
@@ -142,25 +146,6 @@ def _quote_errors(items: Sequence[tuple[str, str]], material: str, artifact: str
     ]
 
 
-def _failure(view: RunView, key: str) -> str:
-    turn = view.turn(key)
-    error = (turn.error if turn else "") or "no output"
-    return error if len(error) <= 200 else error[:199] + "…"
-
-
-@dataclass
-class Chain:
-    """Where the degradation ladder stands: the mode now and every step down with its reason."""
-
-    mode: str = "full"
-    degradations: list[dict[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def down(self, to: str, reason: str) -> None:
-        self.degradations.append({"from": self.mode, "to": to, "reason": reason})
-        self.mode = to
-
-
 @register
 class Adversarial(Protocol):
     name = "adversarial"
@@ -205,22 +190,28 @@ class Adversarial(Protocol):
         config = view.config
         assert isinstance(config, AdversarialConfig)
         artifact = config.artifact_type
+        if not view.material.strip():
+            return Done(
+                {}, failed=True, reason=f"There is no {artifact} to review: the run's material is empty."
+            )
         pending = [key for key in (KEY_CASE, KEY_CONCERNS) if not view.finished(key)]
         if pending:
             return Steps(tuple(self._side_step(view, key) for key in pending))
 
         case, concerns = view.payload(KEY_CASE), view.payload(KEY_CONCERNS)
-        chain = Chain()
+        chain = Chain("full")
         if case is None and concerns is None:
             chain.down(
                 "single",
-                f"Both sides failed (advocate: {_failure(view, KEY_CASE)}; challenger: "
-                f"{_failure(view, KEY_CONCERNS)}): the judge reviews the {artifact} alone, as a single agent.",
+                f"Both sides failed (advocate: {failure_reason(view, KEY_CASE)}; challenger: "
+                f"{failure_reason(view, KEY_CONCERNS)}): the judge reviews the {artifact} alone, as a single agent.",
             )
             if not view.finished(KEY_REVIEW):
-                return Steps((self._review_step(view),))
+                return Steps((self._review_step(view),), notices=chain.notices())
             if view.payload(KEY_REVIEW) is None:
-                chain.notes.append(f"The single-agent review failed too ({_failure(view, KEY_REVIEW)}).")
+                chain.notes.append(
+                    f"The single-agent review failed too ({failure_reason(view, KEY_REVIEW)})."
+                )
                 return Done(
                     self._outcome(view, chain),
                     failed=True,
@@ -232,11 +223,11 @@ class Adversarial(Protocol):
             failed, survivor = ("advocate", "challenger") if case is None else ("challenger", "advocate")
             chain.down(
                 "one-sided",
-                f"The {failed} failed ({_failure(view, KEY_CASE if case is None else KEY_CONCERNS)}): "
+                f"The {failed} failed ({failure_reason(view, KEY_CASE if case is None else KEY_CONCERNS)}): "
                 f"the judge judges the {survivor}'s output alone.",
             )
         if not view.finished(KEY_JUDGEMENT):
-            return Steps((self._judgement_step(view, case, concerns, chain.mode),))
+            return Steps((self._judgement_step(view, case, concerns, chain.mode),), notices=chain.notices())
         if view.payload(KEY_JUDGEMENT) is None:
             shown = (
                 "both outputs are shown side by side"
@@ -244,7 +235,8 @@ class Adversarial(Protocol):
                 else "the surviving output is shown"
             )
             chain.down(
-                "raw", f"The judge failed ({_failure(view, KEY_JUDGEMENT)}): {shown} for you to adjudicate."
+                "raw",
+                f"The judge failed ({failure_reason(view, KEY_JUDGEMENT)}): {shown} for you to adjudicate.",
             )
         return Done(self._outcome(view, chain))
 
@@ -267,6 +259,7 @@ class Adversarial(Protocol):
             stage="positions",
             task=task,
             schema=model,
+            sees=(),  # the case and the concerns are written independently of each other
             context={
                 "name": view.seats[seat].name,
                 "lens": view.seats[seat].lens,

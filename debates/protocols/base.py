@@ -6,6 +6,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -30,11 +31,19 @@ class Step:
     task: str
     schema: type[BaseModel]
     context: Mapping[str, Any] = field(default_factory=dict)
+    # Key prefixes of the committed turns this step may read (None: all). Independent rounds use it so a turn
+    # that happened to commit earlier in the same round never leaks into a sibling's prompt.
+    sees: tuple[str, ...] | None = None
+
+    def may_see(self, key: str) -> bool:
+        return self.sees is None or key.startswith(self.sees)
 
 
 @dataclass(frozen=True)
 class Steps:
     steps: tuple[Step, ...]
+    # Standing notices the run page shows while these steps run (e.g. why the protocol stepped down a mode).
+    notices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,6 +130,7 @@ class KbView:
     sources: frozenset[str]
     positions: tuple[str, ...]
     mutations: tuple[KbMutation, ...] = ()
+    data: Mapping[str, Any] | None = None  # the JSON tree of a data KB (seed 004); None for an argument graph
 
 
 @dataclass(frozen=True)
@@ -136,6 +146,13 @@ class RunView:
     turns: Mapping[str, TurnView]
     submitted_steps: frozenset[str] = frozenset()
     kb: KbView | None = None
+    # What the run has spent and what was estimated before it started (None: no estimate, e.g. simulated).
+    cost_usd: Decimal = Decimal(0)
+    estimate_usd: Decimal | None = None
+    # The cost gate's answer ("", required, auto, approved, declined) and the protocol's own state as last
+    # recorded by a `state` event ("" before any; see Protocol.states).
+    consent: str = ""
+    state: str = ""
 
     def turn(self, key: str) -> TurnView | None:
         return self.turns.get(key)
@@ -150,6 +167,15 @@ class RunView:
 
     def seats_with_role(self, role: str) -> list[SeatView]:
         return [seat for seat in self.seats.values() if seat.role == role]
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One change of a protocol's own state machine, recorded by the engine as a `state` event."""
+
+    src: str
+    dst: str
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -173,6 +199,13 @@ class Protocol(ABC):
     @abstractmethod
     def plan(self, view: RunView) -> Plan: ...
 
+    def kb_material(self, kb: Any) -> str:
+        """The run's material when a KB is given and no material was: by default the KB as text, which every
+        seat's shared prompt carries. A protocol that slices its KB per seat returns a note instead."""
+        from kb.services import kb_material_text
+
+        return kb_material_text(kb)
+
     def prepare(self, config: dict[str, Any], kb: Any) -> dict[str, Any]:
         """Before the run is created: refuse what this protocol cannot run on, fill in what comes from the KB."""
         return config
@@ -192,6 +225,22 @@ class Protocol(ABC):
     def expected_turns(self, view: RunView) -> int:
         """Best estimate of the run's total number of turns, for the progress bar."""
         return len(view.turns)
+
+    # A protocol whose cost gate is part of its own flow (seed 001) estimates simulated runs too, at a nominal
+    # price, so the gate can be shown without a key (the simulated run itself still costs nothing).
+    estimates_simulated: ClassVar[bool] = False
+
+    def consent_threshold(self, config: BaseModel) -> Decimal | None:
+        """The estimated cost up to which a run starts without a moderator's consent; None: the
+        CONSENT_THRESHOLD_USD setting."""
+        return None
+
+    def states(self, view: RunView, plan: Plan | None) -> list[Transition]:
+        """A protocol with its own state machine (seed 001): the transitions, in order, that take it from
+        `view.state` (the last recorded) to where the run now is. `plan` is None outside the runner (at creation,
+        at the consent answer); a Done plan also stands for a cancel or a fatal failure. The engine records each
+        as a `state` event {from, to, reason} in the same transaction. Default: no state machine."""
+        return []
 
     def current_stage(self, view: RunView, plan: Plan) -> str:
         if isinstance(plan, Steps) and plan.steps:

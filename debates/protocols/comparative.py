@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from debates.protocols.base import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.protocols.fallback import Chain, failure_reason
 from debates.protocols.registry import register
 from debates.schemas import comparative as schema
 
@@ -210,8 +211,10 @@ def lines_parse(text: str) -> list[str]:
 
 
 def options_triage(text: str) -> list[str]:
-    """The options as listed (one per line or comma-separated): the caller refuses anything but two."""
-    parts = [p.strip() for p in re.split(r"[\n,]", text) if p.strip()]
+    """The options as listed, one per line — or comma-separated when written on one line ("Postgres, Mongo"),
+    so an option named "Acme, Inc." on its own line stays whole. The caller refuses anything but two."""
+    separator = "\n" if "\n" in text.strip() else ","
+    parts = [p.strip() for p in text.split(separator) if p.strip()]
     return list(dict.fromkeys(parts))
 
 
@@ -256,9 +259,54 @@ def rebuttal_texts(rebuttals: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+# Words whose full stop does not end a sentence ("vs. Mongo", "e.g. cost", "Acme Inc. ships").
+ABBREVIATIONS = frozenset(
+    [
+        "e.g",
+        "i.e",
+        "vs",
+        "etc",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "st",
+        "no",
+        "approx",
+        "est",
+        "fig",
+        "dept",
+        "jr",
+        "sr",
+        "cf",
+        "al",
+        "u.s",
+        "u.k",
+    ]
+)
+SENTENCE_END = re.compile(r"(?P<word>[\w.]*)(?P<mark>[.!?])[\"'”’)]*\s+(?=(?P<next>\S))")
+
+
 def sentences_count(text: str) -> int:
-    """Sentences as a reader counts them: a run of text ending in . ! or ? (or the end)."""
-    return len([s for s in re.split(r"(?<=[.!?])[\"'”’)]*\s+", text.strip()) if re.search(r"\w", s)])
+    """Sentences as a reader counts them: a run of text ending in . ! or ? (or the end). A full stop after a
+    known abbreviation or a single initial, or followed by a lower-case word, does not end a sentence."""
+    count, start = 0, 0
+    text = text.strip()
+    for match in SENTENCE_END.finditer(text):
+        word = match["word"].lower().rstrip(".")
+        if match["mark"] == "." and (
+            word in ABBREVIATIONS or (len(word) == 1 and word.isalpha()) or match["next"].islower()
+        ):
+            continue
+        if re.search(r"\w", text[start : match.end()]):
+            count += 1
+        start = match.end()
+    return count + (1 if re.search(r"\w", text[start:]) else 0)
 
 
 def scorecard_compute(criteria: Sequence[Mapping[str, Any]], judgement: Mapping[str, Any]) -> dict[str, Any]:
@@ -313,7 +361,7 @@ def scorecard_compute(criteria: Sequence[Mapping[str, Any]], judgement: Mapping[
         if judged is not None and judged != code:
             mismatches.append(f"Total {side}: the judge wrote {judged}, the recomputed total is {code}")
     top = max(total_a, total_b)
-    gap_percent = round(100 * abs(total_a - total_b) / top, 1) if top else 0.0
+    gap_percent = round(100 * abs(total_a - total_b) / top, 2) if top else 0.0
     close = 100 * abs(total_a - total_b) <= CLOSE_PERCENT * top  # exact: 119 vs 113 (5.04 %) is not close
     leader = "tie" if total_a == total_b else ("A" if total_a > total_b else "B")
     flags = []
@@ -373,24 +421,6 @@ class Setup:
     stakeholders: list[dict[str, Any]]
     reviews: list[dict[str, Any]] = field(default_factory=list)
     passed: bool = True
-
-
-@dataclass
-class Chain:
-    """Where the fallback chain stands: the mode now and every step down with its reason."""
-
-    mode: str
-    degradations: list[dict[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def down(self, to: str, reason: str) -> None:
-        self.degradations.append({"from": self.mode, "to": to, "reason": reason})
-        self.mode = to
-
-
-def _failure(view: RunView, key: str) -> str:
-    turn = view.turn(key)
-    return (turn.error if turn else "") or "no output"
 
 
 @register
@@ -499,7 +529,8 @@ class Comparative(Protocol):
                 chain.down(
                     "subagent",
                     " and ".join(
-                        f"advocate {o}'s opening failed ({_failure(view, key_opening(o))})" for o in failed
+                        f"advocate {o}'s opening failed ({failure_reason(view, key_opening(o))})"
+                        for o in failed
                     )
                     + ": rebuttals need both openings, so the judge scores the openings alone.",
                 )
@@ -524,19 +555,23 @@ class Comparative(Protocol):
                 chain.down(
                     "subagent",
                     " and ".join(
-                        f"advocate {o}'s rebuttal failed ({_failure(view, key_rebuttal(o))})" for o in failed
+                        f"advocate {o}'s rebuttal failed ({failure_reason(view, key_rebuttal(o))})"
+                        for o in failed
                     )
                     + ": the judge scores the openings only.",
                 )
                 rebuttals = {"A": None, "B": None}
 
         if not view.finished(KEY_JUDGEMENT):
-            return Steps((self._judgement_step(view, setup, chain, openings, rebuttals),))
+            return Steps(
+                (self._judgement_step(view, setup, chain, openings, rebuttals),),
+                notices=chain.notices(),
+            )
         judgement = view.payload(KEY_JUDGEMENT)
         if judgement is None:
             if not any(openings.values()):
                 chain.down(
-                    "raw", f"The judge failed ({_failure(view, KEY_JUDGEMENT)}) and no advocate argued."
+                    "raw", f"The judge failed ({failure_reason(view, KEY_JUDGEMENT)}) and no advocate argued."
                 )
                 return Done(
                     self._outcome(view, setup, chain, openings, rebuttals, None),
@@ -545,7 +580,7 @@ class Comparative(Protocol):
                 )
             chain.down(
                 "raw",
-                f"The judge failed ({_failure(view, KEY_JUDGEMENT)}): the advocates' outputs are shown side by "
+                f"The judge failed ({failure_reason(view, KEY_JUDGEMENT)}): the advocates' outputs are shown side by "
                 "side for you to adjudicate.",
             )
         return Done(self._outcome(view, setup, chain, openings, rebuttals, judgement))
@@ -588,6 +623,7 @@ class Comparative(Protocol):
             stage="openings",
             task="opening",
             schema=schema.Opening,
+            sees=("r0/",),  # openings are independent: neither advocate reads the other's
             context={
                 **common,
                 "option": option,
@@ -609,6 +645,7 @@ class Comparative(Protocol):
             stage="rebuttals",
             task="rebuttal",
             schema=schema.Rebuttals,
+            sees=("r0/", "r1/"),  # both openings, never the other side's rebuttal
             context={
                 **self._common(view, setup),
                 "option": option,
@@ -635,6 +672,8 @@ class Comparative(Protocol):
             stage="judgement",
             task="judgement",
             schema=schema.Judgement,
+            # Below team mode the judge scores the openings only, so a surviving lone rebuttal is kept from it.
+            sees=None if chain.mode == "team" else ("r0/", "r1/"),
             context={
                 **self._common(view, setup),
                 "mode": chain.mode,
@@ -699,7 +738,9 @@ class Comparative(Protocol):
             claim = claims.get(rebuttal.claim_id)
             if claim is None:
                 errors.append(f"rebuttals[{number}].claim_id: the opponent has no claim {rebuttal.claim_id}")
-            elif _norm(rebuttal.quoted_claim) not in _norm(claim["claim"]):
+            elif _norm(rebuttal.quoted_claim) not in _norm(claim["claim"]) or len(
+                _norm(rebuttal.quoted_claim).split()
+            ) < min(3, len(_norm(claim["claim"]).split())):
                 errors.append(
                     f"rebuttals[{number}].quoted_claim: not the words of the opponent's claim {rebuttal.claim_id}"
                 )
@@ -754,7 +795,10 @@ class Comparative(Protocol):
         def text(name: str) -> str:
             return str(data.get(name, "") or "")
 
-        choice = text("choice") or "proceed"
+        choice = text("choice")
+        if choice not in {"proceed", "add_evidence", "adjust_criteria"}:
+            # Never assume "proceed": the gate exists so the human decides.
+            raise ValueError("Choose: proceed with the debate, add more evidence, or adjust the criteria.")
         criteria = criteria_parse(text("criteria"), "Criteria")
         added = (
             evidence_parse(text("evidence_a"), "A", f"Evidence for {step.context['options']['A']}")

@@ -140,7 +140,8 @@ def test_set_up_a_comparison_watch_it_and_override_the_judge(
     expect(row).to_contain_text(names[other])
     expect(row.locator(".badge", has_text="override")).to_be_visible()
     page.goto(f"{live_daphne}/decisions/")
-    expect(page.locator("body")).to_contain_text("100")
+    expect(page.locator("#override-rate")).to_have_text("100.0%")
+    expect(page.locator("#count-overridden")).to_have_text("1")
     expect(page.locator("body")).to_contain_text(REASON)
 
     # The decision brief downloads with the seed's sections in order and the human's decision.

@@ -52,7 +52,8 @@ class RunDebateTests:
 
     def test_an_unknown_protocol_names_the_available_ones(self):
         with pytest.raises(
-            CommandError, match="available: adversarial, comparative, cross-examination, kb-debate"
+            CommandError,
+            match="available: adversarial, comparative, consultation, cross-examination, kb-debate, market-panel",
         ):
             run_command("run_debate", "--protocol", "nope", "--topic", "x")
 

@@ -392,10 +392,17 @@ class ValidationTests:
         assert quote_in("“The cluster has three nodes…”", material)
         assert not quote_in("The cluster has four nodes.", material)
 
-    def test_without_material_there_is_nothing_to_quote_against(self):
-        payload = concerns()
-        payload["concerns"][0]["quote"] = "anything at all"
-        assert self._validate(KEY_CONCERNS, payload, material="") == []
+    def test_a_quote_of_one_or_two_words_pins_nothing_down(self):
+        material = "The cluster has three nodes and the cache is warm."
+        assert not quote_in("the", material)
+        assert not quote_in("three nodes", material)
+        assert quote_in("has three nodes", material)
+        assert quote_in("Yes.", "Yes.")  # an artifact shorter than three words is quoted whole
+
+    def test_without_material_the_run_is_refused_before_any_turn(self):
+        plan = PROTOCOL.plan(view({}, material="  "))
+        assert isinstance(plan, Done) and plan.failed
+        assert plan.reason == "There is no RFC to review: the run's material is empty."
 
     def test_strength_ids_are_unique(self):
         payload = case()
@@ -648,6 +655,14 @@ class PromptTests:
         assert "pulled_punches" in prompt.persona and "key_narratives" in prompt.persona
         assert f'"case": {{"see_turn": "{KEY_CASE}"}}' in prompt.task
         assert f'"concerns": {{"see_turn": "{KEY_CONCERNS}"}}' in prompt.task
+
+    def test_a_side_never_reads_the_other_sides_turn_even_when_it_committed_first(self):
+        # The case committed before the challenger's turn was (re)started: step mode, a budget stop, a crash.
+        v = view({KEY_CASE: case()})
+        (challenger,) = PROTOCOL.plan(v).steps
+        prompt = prompt_render(protocol="adversarial", step=challenger, view=v)
+        assert prompt.transcript == ()
+        assert KEY_CASE not in prompt.task
 
     def test_the_single_review_has_its_prompt(self):
         v = view({KEY_CASE: None, KEY_CONCERNS: None})

@@ -56,10 +56,10 @@ def _rules(protocol: str) -> str:
     return path.read_text(encoding="utf-8").strip() if path.exists() else ""
 
 
-def transcript_blocks(view: RunView) -> tuple[str, ...]:
+def transcript_blocks(view: RunView, step: Step | None = None) -> tuple[str, ...]:
     blocks = []
     for turn in view.turns.values():
-        if not turn.committed:
+        if not turn.committed or (step is not None and not step.may_see(turn.key)):
             continue
         seat = view.seats.get(turn.seat)
         speaker = seat.name if seat else turn.seat
@@ -145,7 +145,7 @@ def prompt_render(*, protocol: str, step: Step, view: RunView, schema_in_text: b
         )
         if part
     )
-    payloads = {key: turn.payload for key, turn in view.turns.items() if turn.committed}
+    payloads = {key: turn.payload for key, turn in view.turns.items() if turn.committed and step.may_see(key)}
     task = (
         f'<step protocol="{protocol}" task="{step.task}" key="{step.key}" seat="{step.seat}"/>\n'
         f"<context>{data_json(context_compact(context, payloads))}</context>\n"
@@ -158,7 +158,7 @@ def prompt_render(*, protocol: str, step: Step, view: RunView, schema_in_text: b
         )
     return Prompt(
         shared=shared,
-        transcript=transcript_blocks(view),
+        transcript=transcript_blocks(view, step),
         persona=persona,
         task=task,
         version=f"{protocol}/{step.task}.{PROMPT_VERSION}",

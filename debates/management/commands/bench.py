@@ -10,11 +10,18 @@ and each parallel stage's span over its slowest turn shows that the stage really
 `bench cache`: a reference cross-examination over the demo knowledge base on the Anthropic backend, through the
 real SDK against the local fake server (which applies the documented caching rules: breakpoints, 20-block
 lookback, minimum length, entries visible once a response has begun). Prints the share of prompt tokens read
-from the cache from round 2 on (target >= 80 %) and the number of cache writes in round 1 (target 1)."""
+from the cache from round 2 on (target >= 80 %) and the number of cache writes in round 1 (target 1).
+
+`bench pages`: server-side time of the archive (first page, a filtered page, a text search) and of a 500-turn run
+page on generated data (default 10,000 runs and 200,000 turns), each the median of --repeat requests through the
+Django test client, against the target of 150 ms. The data are clones of one simulated cross-examination (its
+outcome, seats and turns), written with bulk_create into a throwaway SQLite database (default) or, with
+`--database configured`, into the configured database under the topic prefix "[bench-pages]" and deleted after."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import os
 import re
 import statistics
@@ -22,6 +29,8 @@ import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
+from django.core.management.color import no_style
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from debates import demo, services
 from debates.engine.runner import run_execute
@@ -147,6 +156,299 @@ def measure_cache(*, analysts: int, seed: int) -> dict[str, Any]:
     return result
 
 
+TARGET_PAGE_MS = 150.0
+BENCH_PREFIX = "[bench-pages]"
+BENCH_USER = "bench-pages-viewer"
+SEARCH_WORD = "zeppelin"  # in the turn text of one run in SEARCH_EVERY: a selective search
+SEARCH_EVERY = 100
+LONG_RUN_TURNS = 500
+BENCH_TOPICS = (
+    "Should the city charge cars entering the centre?",
+    "Is a four-day week good for a small software company?",
+    "Which database should the order-tracking service use?",
+    "Will the central bank cut rates before the summer?",
+    "Should the team rewrite the billing service in Rust?",
+)
+BENCH_WORDS = [
+    "traffic",
+    "pricing",
+    "evidence",
+    "retail",
+    "footfall",
+    "congestion",
+    "buses",
+    "cyclists",
+    "commuters",
+    "revenue",
+    "fairness",
+    "exemption",
+    "scheme",
+    "study",
+    "decline",
+    "lanes",
+    "emissions",
+    "transit",
+    "downtown",
+    "policy",
+    "survey",
+    "trial",
+    "outcome",
+    "baseline",
+]
+
+
+def _prose(index: int, words: int = 60) -> str:
+    return " ".join(BENCH_WORDS[(index * 7 + n * 3) % len(BENCH_WORDS)] for n in range(words)) + "."
+
+
+def _template_run() -> Run:
+    """One real simulated cross-examination, whose outcome, seats and turns the generated runs copy."""
+    run = services.run_create(
+        protocol="cross-examination",
+        topic=f"{BENCH_PREFIX} {demo.DEMO_TOPIC}",
+        material=demo.DEMO_MATERIAL,
+        config={"analysts": [{"name": n, "lens": "bench"} for n in ("Ada", "Bo", "Cy")], "examiner": "agent"},
+        seed=4242,
+        backend_options={"cps": 0},
+        enqueue=False,
+    )
+    outcome = asyncio.run(run_execute(run.pk))
+    if outcome != "done":
+        raise CommandError(f"bench template run {run.pk} stopped with {outcome!r}")
+    run.refresh_from_db()
+    return run
+
+
+def _insert_rows(model: Any, rows: list[dict[str, Any]]) -> None:
+    """INSERT many rows with executemany: the ORM's bulk_create spends minutes preparing 200,000 turns. Values
+    given are database-ready; every other column gets the field's default, prepared once."""
+    if not rows:
+        return
+    fields = model._meta.concrete_fields
+    defaults = {f.attname: f.get_db_prep_save(f.get_default(), connection) for f in fields}
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    marks = ", ".join(["%s"] * len(fields))
+    sql = f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} ({columns}) VALUES ({marks})"
+    names = [f.attname for f in fields]
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), 5000):
+            cursor.executemany(
+                sql, [tuple(row.get(n, defaults[n]) for n in names) for row in rows[start : start + 5000]]
+            )
+
+
+def generate_pages_data(*, runs: int, turns: int) -> dict[str, Any]:
+    """`runs` runs with `turns` turns in all (spread evenly), plus one run with LONG_RUN_TURNS turns; returns the
+    ids the timings need."""
+    from django.utils import timezone
+
+    from debates.models import Seat, Turn
+
+    template = _template_run()
+    seats = list(template.seats.order_by("position", "id"))
+    source = list(template.turns.select_related("seat").order_by("first_seq", "id"))
+    per_run = max(1, turns // max(runs, 1))
+    now = timezone.now()
+    statuses = ["completed"] * 8 + ["failed", "cancelled"]
+    backends = [("simulated", "simulated"), ("anthropic", "claude-sonnet-4-5"), ("openai", "gpt-5-mini")]
+    created_at = Run._meta.get_field("created_at")
+    created_at.auto_now_add = False  # type: ignore[attr-defined]  # spread the runs over a year
+    turn_citations = Turn._meta.get_field("citations")
+    citations = [  # prepared once: (verified, mismatch)
+        turn_citations.get_db_prep_save([{"kind": "arg", "ref": "A1", "status": status}], connection)
+        for status in ("verified", "mismatch")
+    ]
+    try:
+        with transaction.atomic():
+            next_seat = Seat.objects.order_by("-id").values_list("id", flat=True).first() or 0
+            next_turn = Turn.objects.order_by("-id").values_list("id", flat=True).first() or 0
+            for start in range(0, runs, 1000):
+                batch = range(start, min(start + 1000, runs))
+                made = Run.objects.bulk_create(
+                    [
+                        Run(
+                            protocol=template.protocol,
+                            topic=f"{BENCH_PREFIX} {BENCH_TOPICS[i % len(BENCH_TOPICS)]} (#{i})",
+                            config=template.config,
+                            outcome=template.outcome,
+                            status=statuses[i % len(statuses)],
+                            backend=backends[i % 3][0],
+                            model=backends[i % 3][1],
+                            seed=i,
+                            created_at=now - dt.timedelta(minutes=50 * i),
+                            finished_at=now - dt.timedelta(minutes=50 * i - 5),
+                        )
+                        for i in batch
+                    ]
+                )
+                seat_rows, turn_rows = [], []
+                seat_of = {}
+                for run in made:
+                    for seat in seats:
+                        next_seat += 1
+                        seat_of[(run.pk, seat.handle)] = next_seat
+                        seat_rows.append(
+                            {
+                                "id": next_seat,
+                                "run_id": run.pk,
+                                "handle": seat.handle,
+                                "name": seat.name,
+                                "role": seat.role,
+                                "lens": seat.lens,
+                                "position": seat.position,
+                            }
+                        )
+                for i, run in zip(batch, made, strict=True):
+                    for n in range(per_run):
+                        model = source[n % len(source)]
+                        text = _prose(i + n) + (f" {SEARCH_WORD}" if i % SEARCH_EVERY == 0 and n == 1 else "")
+                        next_turn += 1
+                        turn_rows.append(
+                            {
+                                "id": next_turn,
+                                "run_id": run.pk,
+                                "key": f"g{n:03d}/{model.key}",
+                                "seat_id": seat_of[(run.pk, model.seat.handle)],
+                                "stage": model.stage,
+                                "task": model.task,
+                                "status": "committed",
+                                "raw_text": text,
+                                "citations": citations[n % 5 == 0],
+                                "first_seq": n + 1,
+                                "backend": run.backend,
+                                "model": run.model,
+                            }
+                        )
+                _insert_rows(Seat, seat_rows)
+                _insert_rows(Turn, turn_rows)
+            if connection.vendor == "postgresql":  # the rows above were written with explicit ids
+                with connection.cursor() as cursor:
+                    for sql in connection.ops.sequence_reset_sql(no_style(), [Seat, Turn]):
+                        cursor.execute(sql)
+            long_run = Run.objects.create(
+                protocol=template.protocol,
+                topic=f"{BENCH_PREFIX} a run of {LONG_RUN_TURNS} turns",
+                material=template.material,
+                config=template.config,
+                outcome=template.outcome,
+                status="completed",
+                backend="simulated",
+                created_at=now + dt.timedelta(minutes=1),
+            )
+            long_seats = {
+                s.handle: s
+                for s in Seat.objects.bulk_create(
+                    [
+                        Seat(
+                            run=long_run,
+                            handle=s.handle,
+                            name=s.name,
+                            role=s.role,
+                            lens=s.lens,
+                            position=s.position,
+                        )
+                        for s in seats
+                    ]
+                )
+            }
+            Turn.objects.bulk_create(
+                [
+                    Turn(
+                        run=long_run,
+                        # The first copy keeps the real keys, so the protocol finds its turns by key.
+                        key=model.key if n < len(source) else f"x{n:03d}/{model.key}",
+                        seat=long_seats[model.seat.handle],
+                        stage=model.stage,
+                        task=model.task,
+                        status=model.status,
+                        raw_text=model.raw_text,
+                        payload=model.payload,
+                        schema_version=model.schema_version,
+                        citations=model.citations,
+                        first_seq=n + 1,
+                        backend=model.backend,
+                        model=model.model,
+                        input_tokens=model.input_tokens,
+                        output_tokens=model.output_tokens,
+                        started_at=model.started_at,
+                        finished_at=model.finished_at,
+                    )
+                    for n, model in ((n, source[n % len(source)]) for n in range(LONG_RUN_TURNS))
+                ],
+                batch_size=500,
+            )
+            Run.objects.filter(pk=long_run.pk).update(last_seq=LONG_RUN_TURNS + 1)
+    finally:
+        created_at.auto_now_add = True  # type: ignore[attr-defined]
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # planner statistics, as autovacuum / a maintained database would have them
+    return {"long_run": long_run.pk, "template": template.pk}
+
+
+def bench_pages_cleanup() -> None:
+    """Delete what generate_pages_data wrote (raw deletes: nothing outside the bench refers to these rows)."""
+    from django.contrib.auth import get_user_model
+
+    from debates.models import HumanAction, RunEvent, Seat, Turn
+
+    runs = Run.objects.filter(topic__startswith=BENCH_PREFIX)
+    for model in (Turn, RunEvent, HumanAction, Seat):
+        model.objects.filter(run__in=runs.values("pk"))._raw_delete(DEFAULT_DB_ALIAS)  # type: ignore[attr-defined]
+    runs.delete()
+    get_user_model().objects.filter(username=BENCH_USER).delete()
+
+
+def time_pages(*, long_run: int, repeat: int) -> list[dict[str, Any]]:
+    """Median server-side time (and query count) of each page through the test client, after one warm-up."""
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    user, _ = get_user_model().objects.get_or_create(username=BENCH_USER)
+    hosts = [h for h in settings.ALLOWED_HOSTS if h not in ("*", "") and not h.startswith(".")]
+    client = Client(
+        HTTP_HOST=hosts[0] if hosts else "localhost"
+    )  # outside the test runner "testserver" is refused
+    client.force_login(user)
+    pages = [
+        ("archive, first page", "/"),
+        (
+            "archive, filtered (status, backend, dates)",
+            "/?status=completed&backend=anthropic&date_from=2000-01-01",
+        ),
+        (f"archive, text search '{SEARCH_WORD}'", f"/?q={SEARCH_WORD}"),
+        ("archive, htmx table of page 3", "/?page=3"),
+        (f"run page, {LONG_RUN_TURNS} turns", f"/runs/{long_run}/"),
+    ]
+    results = []
+    for label, url in pages:
+        headers = {"HX-Request": "true"} if "htmx" in label else {}
+        started = time.perf_counter()
+        response = client.get(url, headers=headers)  # cold: templates compiled, nothing rendered before
+        cold_ms = (time.perf_counter() - started) * 1000
+        if response.status_code != 200:
+            raise CommandError(f"bench pages: GET {url} answered {response.status_code}")
+        timings = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            client.get(url, headers=headers)
+            timings.append((time.perf_counter() - started) * 1000)
+        with CaptureQueriesContext(connection) as queries:
+            client.get(url, headers=headers)
+        results.append(
+            {
+                "label": label,
+                "url": url,
+                "median_ms": statistics.median(timings),
+                "cold_ms": cold_ms,
+                "max_ms": max(timings),
+                "queries": len(queries),
+            }
+        )
+    return results
+
+
 class Command(BaseCommand):
     help = (
         "Benchmarks. `bench overhead`: engine overhead over the critical path of a debate. "
@@ -154,17 +456,38 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("which", choices=["overhead", "cache"])
-        parser.add_argument("--runs", type=int, default=3)
+        parser.add_argument("which", choices=["overhead", "cache", "pages"])
+        parser.add_argument(
+            "--runs",
+            type=int,
+            default=None,
+            help="overhead: debates to run (3); pages: runs generated (10,000).",
+        )
+        parser.add_argument("--turns", type=int, default=200_000, help="pages: turns generated in all.")
+        parser.add_argument("--repeat", type=int, default=7, help="pages: requests timed per page (median).")
+        parser.add_argument(
+            "--database",
+            choices=["throwaway", "configured"],
+            default="throwaway",
+            help="pages: a throwaway SQLite file (default), or the configured database (rows deleted after).",
+        )
         parser.add_argument("--ttft", type=float, default=0.3, help="Fake model's time to first token (s).")
         parser.add_argument("--cps", type=float, default=1500, help="Fake model's characters per second.")
         parser.add_argument("--analysts", type=int, default=3)
 
     def handle(
-        self, *args: Any, which: str, runs: int, ttft: float, cps: float, analysts: int, **opts: Any
+        self, *args: Any, which: str, runs: int | None, ttft: float, cps: float, analysts: int, **opts: Any
     ) -> None:
         if which == "cache":
             return self._cache(analysts=analysts)
+        if which == "pages":
+            return self._pages(
+                runs=10_000 if runs is None else runs,
+                turns=opts["turns"],
+                repeat=opts["repeat"],
+                database=opts["database"],
+            )
+        runs = 3 if runs is None else runs
         results = [
             measure_overhead(ttft=ttft, cps=cps, analysts=analysts, seed=1000 + i) for i in range(runs)
         ]
@@ -210,3 +533,54 @@ class Command(BaseCommand):
             f"cache writes in round 1: {writes} of {result['round1_calls']} requests (target 1) "
             f"{'OK' if writes == 1 else 'MISSED'}"
         )
+
+    def _pages(self, *, runs: int, turns: int, repeat: int, database: str) -> None:
+        import tempfile
+        from pathlib import Path
+
+        from django.core.management import call_command
+
+        connection = connections[DEFAULT_DB_ALIAS]
+        saved_name = connection.settings_dict["NAME"]
+        scratch = None
+        if database == "throwaway":
+            if connection.vendor != "sqlite":
+                raise CommandError(
+                    "bench pages: the throwaway database needs SQLite; use --database configured"
+                )
+            if connection.in_atomic_block:
+                raise CommandError(
+                    "bench pages: cannot switch databases inside a transaction; use --database configured"
+                )
+            scratch = Path(tempfile.mkdtemp(prefix="disputa-bench-")) / "bench.sqlite3"
+            connection.close()
+            connection.settings_dict["NAME"] = str(scratch)
+            call_command("migrate", verbosity=0, interactive=False)
+        try:
+            started = time.monotonic()
+            ids = generate_pages_data(runs=runs, turns=turns)
+            generated = time.monotonic() - started
+            where = f"throwaway SQLite {scratch}" if scratch else f"configured {connection.vendor} database"
+            self.stdout.write(
+                f"bench pages: {runs:,} runs and {turns:,} turns (+ 1 run of {LONG_RUN_TURNS} turns) generated in "
+                f"{generated:.1f}s into the {where}; median of {repeat} requests per page, server-side"
+            )
+            results = time_pages(long_run=ids["long_run"], repeat=repeat)
+            for result in results:
+                ok = result["median_ms"] <= TARGET_PAGE_MS
+                self.stdout.write(
+                    f"  {result['label']}: median {result['median_ms']:.1f} ms, max {result['max_ms']:.1f} ms, "
+                    f"first (cold) {result['cold_ms']:.1f} ms, "
+                    f"{result['queries']} queries (target <= {TARGET_PAGE_MS:.0f} ms) {'PASS' if ok else 'FAIL'}"
+                )
+            passed = sum(1 for r in results if r["median_ms"] <= TARGET_PAGE_MS)
+            self.stdout.write(f"pages within target: {passed} of {len(results)}")
+        finally:
+            if scratch is not None:
+                connection.close()
+                connection.settings_dict["NAME"] = saved_name
+                for leftover in scratch.parent.iterdir():
+                    leftover.unlink()
+                scratch.parent.rmdir()
+            else:
+                bench_pages_cleanup()

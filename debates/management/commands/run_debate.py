@@ -25,6 +25,11 @@ DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
     "kb-debate": {"moderator": "agent", "auto_approve": True},
     # Headless: the evidence-review gate proceeds; the options come from --config '{"options": ["X", "Y"]}'.
     "comparative": {"evidence_review": "proceed"},
+    # Needs --kb with a data KB (e.g. market-2026-q4); slices default to the sections that KB has.
+    "market-panel": {"lenses": ["technical", "fundamental", "macro", "sentiment"], "arguments_max": 4},
+    # The default panel in converge mode. Its cost gate: a simulated run's nominal estimate is approved (it costs
+    # nothing); a paid run above the auto-approve amount needs --yes, as the seed's non-interactive mode.
+    "consultation": {"mode": "converge"},
 }
 
 
@@ -101,7 +106,7 @@ class Command(BaseCommand):
                 kb=kb,
                 budget_usd=opts["budget_usd"],
                 budget_tokens=opts["budget_tokens"],
-                consented=opts["yes"],
+                consented=opts["yes"] or opts["backend"] == "simulated",
                 enqueue=False,
             )
         except (ValidationError, ValueError) as error:

@@ -1,0 +1,20 @@
+"""The run page's integrity panel computes its signals from the run alone (debates.integrity.run_signals), so the
+run page's view and its live partials need not know about it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from debates.models import Run
+
+register = template.Library()
+
+
+@register.simple_tag
+def run_integrity(run: Run) -> dict[str, Any]:
+    """`{% run_integrity run as integrity %}`: debates.integrity.run_signals(run)."""
+    from debates.integrity import run_signals
+
+    return run_signals(run)
