@@ -118,7 +118,21 @@ def run_turn_cards(
     if upto_seq is not None:
         turns = turns.filter(first_seq__lte=upto_seq)
     names = seat_names(run)
-    return [turn_card(t, run.protocol, names, kb) for t in turns]
+    cards = [turn_card(t, run.protocol, names, kb) for t in turns]
+    # A finished turn's card changes only when the run records an event (a ruling, an approval, ...) or its KB is
+    # revised (live ratings shown beside cited arguments, possibly by another run), so its HTML is cached under the
+    # turn's identity, the seq the page shows and the KB's latest revision (see the `transcript` partial).
+    seq = str(upto_seq if upto_seq is not None else run.last_seq)
+    if kb is not None and run.kb_id:
+        from kb.models import Revision
+
+        seq = f"{seq}:{Revision.objects.filter(kb_id=run.kb_id).order_by('-pk').values_list('pk', flat=True).first()}"
+    for turn, card in zip(turns, cards, strict=True):
+        if turn.status != TurnStatus.STREAMING and turn.finished_at is not None:
+            card["cache_key"] = (
+                f"{run.pk}:{turn.pk}:{turn.attempt}:{turn.status}:{turn.finished_at.isoformat()}:{seq}"
+            )
+    return cards
 
 
 def run_status_context(run: Run) -> dict[str, Any]:

@@ -157,6 +157,17 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 
+# "fragments": rendered HTML of finished turn cards (keyed by turn identity and the page's seq, so never stale);
+# per process, bounded.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "fragments": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "disputa-fragments",
+        "OPTIONS": {"MAX_ENTRIES": 20_000},
+    },
+}
+
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
