@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, Sum
 from pydantic_core import from_json
 
 from debates.engine.view import run_view_load
@@ -28,12 +28,6 @@ STATUS_LABELS = {
     RunStatus.FAILED: "Failed",
     RunStatus.CANCELLED: "Cancelled",
 }
-
-
-def run_list() -> QuerySet[Run]:
-    return Run.objects.select_related("created_by").annotate(
-        turns_committed=Count("turns", filter=Q(turns__status=TurnStatus.COMMITTED))
-    )
 
 
 def partial_json(text: str) -> Any:

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from debates import lineage
-from debates.management.commands.export_run import ExportUnavailable, export_file
+from debates.export_files import ExportUnavailable, export_file
 from debates.models import Run
 
 RUN_TEMPLATE = "debates/run_detail.html"

@@ -17,8 +17,8 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from debates import lineage, services
+from debates.export_files import FORMATS, export_formats
 from debates.exports_transcript import run_transcript_md
-from debates.management.commands.export_run import FORMATS, export_formats
 from debates.models import Run, Turn
 from kb.demo import demo_kbs_load
 from kb.models import KnowledgeBase
