@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class DebatesConfig(AppConfig):
@@ -12,3 +15,12 @@ class DebatesConfig(AppConfig):
         from debates.protocols import registry
 
         registry.autodiscover()
+        post_migrate.connect(_ensure_full_text_search, sender=self)
+
+
+def _ensure_full_text_search(sender: AppConfig, using: str, **kwargs: Any) -> None:
+    from django.db import connections
+
+    from debates.search_sqlite import sqlite_fts_ensure
+
+    sqlite_fts_ensure(connections[using])

@@ -1,6 +1,7 @@
 """The archive (issue 8): every run, newest first, paginated, filtered by GET parameters (protocol, status, KB,
 backend, model, the judge's and the human's pick, the verdict label, override, date range) and a text search over
-topics and turn text: PostgreSQL's full-text search where the database is PostgreSQL, a plain icontains on SQLite.
+topics and turn text: the database's own full-text search (PostgreSQL's tsvector with GIN indexes, SQLite's FTS5 via
+debates.search_sqlite), stemmed, every word required.
 
 A page costs a fixed number of queries whatever the number of runs on it or in the database: the count, the page's
 runs (with their creator and KB), their committed-turn counts, their integrity signals (debates.integrity) and the
@@ -16,9 +17,11 @@ from django import forms
 from django.core.paginator import Page, Paginator
 from django.db import connection
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models.expressions import RawSQL
 
 from debates.integrity import agreement_aggregates, agreement_from, runs_signals
 from debates.models import Run, RunStatus, Turn, TurnStatus
+from debates.search_sqlite import fts5_query
 from kb.models import KnowledgeBase
 
 PAGE_SIZE = 25
@@ -83,7 +86,7 @@ def _day_start(day: dt.date) -> dt.datetime:
 
 def text_search(queryset: QuerySet[Run], text: str) -> QuerySet[Run]:
     """Runs whose topic or any turn's raw text matches `text`: full-text search (websearch syntax, stemmed) on
-    PostgreSQL, a case-insensitive substring elsewhere. A semi-join, never a join that repeats a run."""
+    PostgreSQL, FTS5 on SQLite. A semi-join, never a join that repeats a run."""
     text = text.strip()
     if not text:
         return queryset
@@ -104,6 +107,17 @@ def text_search(queryset: QuerySet[Run], text: str) -> QuerySet[Run]:
             .values("pk")
         )
         return queryset.filter(Q(pk__in=topics) | Q(pk__in=matching))
+    words = fts5_query(text) if connection.vendor == "sqlite" else ""
+    # SQLite's FTS5 indexes (debates.search_sqlite): the same semantics as above without websearch syntax.
+    if words:
+        topic_ids = RawSQL("SELECT rowid FROM debates_run_fts WHERE debates_run_fts MATCH %s", [words])
+        turn_run_ids = RawSQL(
+            "SELECT t.run_id FROM debates_turn_fts f JOIN debates_turn t ON t.id = f.rowid "
+            "WHERE debates_turn_fts MATCH %s",
+            [words],
+        )
+        return queryset.filter(Q(pk__in=topic_ids) | Q(pk__in=turn_run_ids))
+    # Text without a word (punctuation only), or a database with neither: a plain substring match.
     turns = Turn.objects.filter(run=OuterRef("pk"), raw_text__icontains=text)
     return queryset.filter(Q(topic__icontains=text) | Exists(turns))
 

@@ -10,12 +10,14 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from debates import frames
+from debates import frames, quotas
 from debates.engine.events import run_group
 from debates.models import Run
 
 # A dropped message that was the last of a burst is noticed by this poll rather than by the next message.
 GAP_POLL_SECONDS = 2.0
+# How long an event that arrived ahead of a missing seq waits for it before the gap is replayed from the database.
+REORDER_WAIT_SECONDS = 0.3
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
@@ -25,6 +27,10 @@ class RunConsumer(AsyncWebsocketConsumer):
     sent_seq: int = 0
 
     async def connect(self) -> None:
+        client = self.scope.get("client") or ("unknown", 0)
+        if not await database_sync_to_async(quotas.ws_connect_allowed)(str(client[0])):
+            await self.close(code=quotas.CLOSE_TOO_MANY_CONNECTS)
+            return
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
@@ -34,6 +40,8 @@ class RunConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.lock = asyncio.Lock()
+        self.pending: dict[int, dict[str, Any]] = {}  # events that arrived ahead of a missing seq
+        self.gap_wait: asyncio.Task[None] | None = None
         self.group = run_group(self.run_id)
         # Join before reading the snapshot: anything committed after it arrives as a message with seq > S.
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -44,9 +52,9 @@ class RunConsumer(AsyncWebsocketConsumer):
         self.poller = asyncio.create_task(self._poll_for_gaps())
 
     async def disconnect(self, code: int) -> None:
-        poller = getattr(self, "poller", None)
-        if poller is not None:
-            poller.cancel()
+        for task in (getattr(self, "poller", None), getattr(self, "gap_wait", None)):
+            if task is not None:
+                task.cancel()
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -59,14 +67,32 @@ class RunConsumer(AsyncWebsocketConsumer):
             seq = int(event["seq"])
             if seq <= self.sent_seq:
                 return
-            if seq == self.sent_seq + 1:
-                await self.send(text_data=event["html"])
-                self.sent_seq = seq
-                if event.get("panels"):
-                    html = await database_sync_to_async(frames.panels_frame)(self.run_id, self.scope["user"])
-                    await self.send(text_data=html)
-            else:
+            self.pending[seq] = event
+            await self._send_in_order()
+            if self.pending and self.gap_wait is None:
+                # Parallel turns commit in one order and may be published in another: wait a moment for the
+                # missing seq before paying for a replay from the database (it was dropped if it does not come).
+                self.gap_wait = asyncio.create_task(self._replay_unless_filled())
+
+    async def _send_in_order(self) -> None:
+        panels = False
+        while self.sent_seq + 1 in self.pending:
+            event = self.pending.pop(self.sent_seq + 1)
+            await self.send(text_data=event["html"])
+            self.sent_seq += 1
+            panels = panels or bool(event.get("panels"))
+        self.pending = {seq: e for seq, e in self.pending.items() if seq > self.sent_seq}
+        if panels:
+            html = await database_sync_to_async(frames.panels_frame)(self.run_id, self.scope["user"])
+            await self.send(text_data=html)
+
+    async def _replay_unless_filled(self) -> None:
+        await asyncio.sleep(REORDER_WAIT_SECONDS)
+        async with self.lock:
+            self.gap_wait = None
+            if self.pending:
                 await self._replay()
+                await self._send_in_order()
 
     async def turn_delta(self, event: dict[str, Any]) -> None:
         # Only for turns this page already shows; a turn not yet shown arrives whole with its own event.
@@ -88,3 +114,4 @@ class RunConsumer(AsyncWebsocketConsumer):
             if last_seq > self.sent_seq:
                 async with self.lock:
                     await self._replay()
+                    await self._send_in_order()

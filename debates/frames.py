@@ -106,7 +106,7 @@ def snapshot_frame(run_id: int, user: Any) -> tuple[str, int]:
     run = Run.objects.get(pk=run_id)
     seq = run.last_seq
     kb = selectors.run_protocol_context(run)
-    cards = selectors.run_turn_cards(run, upto_seq=seq, kb=kb)
+    cards = selectors.run_turn_cards(run, upto_seq=seq, kb=kb, from_cache=True)
     html = (
         status_frame(run)
         + _partial("transcript", {"cards": cards, "oob": True})

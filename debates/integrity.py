@@ -112,9 +112,12 @@ def _kb_debate(outcome: Mapping[str, Any], config: Mapping[str, Any], names, tur
             moves[seat].append(move)
             rounds[-1].append((seat, move))
         elif task == "moderator":
-            for deflection in _list(payload.get("deflections")):
-                position = str(_dict(deflection).get("position", ""))
-                deflections[handle_of.get(position, position)] += 1
+            # The ruling closes a round: a seat that answered in it and was called out deflected once there, however
+            # many callouts name it (a rate of its turns that passed 100 % would be nonsense).
+            called_out = {str(_dict(d).get("position", "")) for d in _list(payload.get("deflections"))}
+            answered = {seat for seat, _ in rounds[-1]}
+            for handle in {handle_of.get(p, p) for p in called_out} & answered:
+                deflections[handle] += 1
             if rounds[-1]:
                 rounds.append([])
     basis = "debate turns"
@@ -128,7 +131,7 @@ def _kb_debate(outcome: Mapping[str, Any], config: Mapping[str, Any], names, tur
                 "name": names.get(handle, position),
                 "conceded": _measure(made.count("concede"), len(made), basis),
                 "deflected": _measure(
-                    deflections.get(handle, 0), len(made), basis + " (moderator's callouts)"
+                    deflections.get(handle, 0), len(made), basis + " called out by the moderator's ruling"
                 ),
                 "defended": _measure(made.count("defend"), len(made), basis),
             }

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.utils import make_template_fragment_key
 from django.db.models import Count, F, Q, Sum
 from pydantic_core import from_json
 
@@ -17,6 +19,9 @@ from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Turn, TurnStatus, turn_dom_id
 from debates.protocols import registry
 from debates.protocols.base import Step, Steps
+
+# The name of the {% cache %} fragment of a finished turn card in run_detail.html's `transcript` partial.
+TURN_CARD_FRAGMENT = "turn-card"
 
 STATUS_LABELS = {
     RunStatus.DRAFT: "Draft",
@@ -106,27 +111,55 @@ def live_card(
 
 
 def run_turn_cards(
-    run: Run, *, upto_seq: int | None = None, kb: dict[str, Any] | None = None
+    run: Run, *, upto_seq: int | None = None, kb: dict[str, Any] | None = None, from_cache: bool = False
 ) -> list[dict[str, Any]]:
-    turns = run.turns.select_related("seat", "copied_from").order_by("first_seq", "id")
+    """The run's turn cards in transcript order. A finished turn's card changes only when the run records an event
+    (a ruling, an approval, ...) or its KB is revised (live ratings shown beside cited arguments, possibly by another
+    run), so its HTML is cached under the turn's identity, the seq the page shows and the KB's latest revision (see
+    the `transcript` partial). `from_cache`: a card whose HTML is cached comes as {"html", "key", "status"} alone,
+    looked up for all turns at once, and only the other turns are read whole (a long finished run's page then
+    reads no turn body at all)."""
+    turns = run.turns.order_by("first_seq", "id")
     if upto_seq is not None:
         turns = turns.filter(first_seq__lte=upto_seq)
-    names = seat_names(run)
-    cards = [turn_card(t, run.protocol, names, kb) for t in turns]
-    # A finished turn's card changes only when the run records an event (a ruling, an approval, ...) or its KB is
-    # revised (live ratings shown beside cited arguments, possibly by another run), so its HTML is cached under the
-    # turn's identity, the seq the page shows and the KB's latest revision (see the `transcript` partial).
     seq = str(upto_seq if upto_seq is not None else run.last_seq)
     if kb is not None and run.kb_id:
         from kb.models import Revision
 
         seq = f"{seq}:{Revision.objects.filter(kb_id=run.kb_id).order_by('-pk').values_list('pk', flat=True).first()}"
-    for turn, card in zip(turns, cards, strict=True):
-        if turn.status != TurnStatus.STREAMING and turn.finished_at is not None:
-            card["cache_key"] = (
-                f"{run.pk}:{turn.pk}:{turn.attempt}:{turn.status}:{turn.finished_at.isoformat()}:{seq}"
-            )
-    return cards
+
+    def cache_key(pk: int, attempt: int, status: str, finished_at: Any) -> str:
+        if status == TurnStatus.STREAMING or finished_at is None:
+            return ""
+        return f"{run.pk}:{pk}:{attempt}:{status}:{finished_at.isoformat()}:{seq}"
+
+    cached: dict[int, dict[str, Any]] = {}
+    heads: list[tuple[int, int, str, Any, str]] = []
+    if from_cache:
+        heads = list(turns.values_list("pk", "attempt", "status", "finished_at", "key"))
+        fragments = {
+            make_template_fragment_key(TURN_CARD_FRAGMENT, [key]): (pk, turn_key, status)
+            for pk, attempt, status, finished_at, turn_key in heads
+            if (key := cache_key(pk, attempt, status, finished_at))
+        }
+        for fragment, html in caches["fragments"].get_many(list(fragments)).items():
+            pk, turn_key, status = fragments[fragment]
+            cached[pk] = {"html": html, "key": turn_key, "status": status}
+        if len(cached) == len(heads):
+            return [cached[pk] for pk, *_ in heads]
+    names = seat_names(run)
+    cards: dict[int, dict[str, Any]] = {}
+    unread = turns.exclude(pk__in=list(cached)) if cached else turns
+    for turn in unread.select_related("seat", "copied_from"):
+        card = turn_card(turn, run.protocol, names, kb)
+        card["cache_key"] = cache_key(turn.pk, turn.attempt, turn.status, turn.finished_at)
+        cards[turn.pk] = card
+    if not cached:
+        return list(cards.values())
+    # Back into transcript order, the cached cards among the rendered ones (a turn shown since comes last).
+    order = {pk: n for n, (pk, *_) in enumerate(heads)}
+    merged = cards | cached
+    return [merged[pk] for pk in sorted(merged, key=lambda pk: order.get(pk, len(order)))]
 
 
 def run_status_context(run: Run) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qsl, unquote, urlparse
 
 from django.utils.csp import CSP
 
@@ -94,6 +94,9 @@ def database_from_env() -> dict[str, object]:
                 "HOST": parsed.hostname or "",
                 "PORT": str(parsed.port or ""),
                 "CONN_MAX_AGE": 0,
+                # libpq parameters from the query string, e.g. ?sslmode=require or, for a throwaway test
+                # server, ?options=-c%20synchronous_commit%3Doff
+                "OPTIONS": dict(parse_qsl(parsed.query)),
                 "TEST": {"NAME": os.environ.get("DISPUTA_TEST_DB_NAME", "test_disputa")},
             }
         if parsed.scheme == "sqlite":
@@ -125,12 +128,28 @@ DATABASES = {"default": database_from_env()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# Messages a consumer's channel holds before the layer drops new ones (default 100): a page busy for a moment must
+# not lose a burst of token deltas and events, and so fall back to replaying from the database.
+CHANNEL_CAPACITY = 1000
 if REDIS_URL:
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # Processes that share one Redis but not one database (parallel test workers) need their own prefix.
+            "CONFIG": {
+                "hosts": [REDIS_URL],
+                "prefix": os.environ.get("DISPUTA_CHANNEL_PREFIX", "asgi"),
+                "capacity": CHANNEL_CAPACITY,
+            },
+        }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            "CONFIG": {"capacity": CHANNEL_CAPACITY},
+        }
+    }
 
 TASK_BACKENDS = {
     "inprocess": "debates.task_backends.InProcessBackend",
@@ -160,7 +179,14 @@ USE_TZ = True
 # "fragments": rendered HTML of finished turn cards (keyed by turn identity and the page's seq, so never stale);
 # per process, bounded.
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # Shared by all processes when there is a Redis (the websocket connect limits count there).
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": os.environ.get("DISPUTA_CHANNEL_PREFIX", ""),
+    }
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "fragments": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "disputa-fragments",
@@ -192,6 +218,10 @@ CSRF_COOKIE_HTTPONLY = False
 # API keys are read from the environment by the SDKs when a call is made; they are never copied into settings,
 # the database, pages, logs or exports.
 DISPUTA = {
+    # Load and abuse limits (debates.quotas); 0 turns one off.
+    "MAX_ACTIVE_RUNS_PER_USER": int(os.environ.get("DISPUTA_MAX_ACTIVE_RUNS_PER_USER", "5")),
+    "MAX_RUNS_PER_HOUR": int(os.environ.get("DISPUTA_MAX_RUNS_PER_HOUR", "30")),
+    "MAX_WS_CONNECTS_PER_MINUTE": int(os.environ.get("DISPUTA_MAX_WS_CONNECTS_PER_MINUTE", "300")),
     # A runner owns a run for this long unless it renews the lease (heartbeat every third of it).
     "LEASE_SECONDS": float(os.environ.get("DISPUTA_LEASE_SECONDS", "30")),
     # Token deltas are coalesced into one frame (and one partial-text save) per turn per this many seconds.

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
-from debates import selectors, services
+from debates import quotas, selectors, services
 from debates.conf import conf
 from debates.forms import BudgetForm, RunForm
 from debates.models import Run
@@ -53,7 +53,10 @@ def run_list(request: HttpRequest) -> HttpResponse:
 def run_new(request: HttpRequest) -> HttpResponse:
     form = RunForm(request.POST or None)
     error = ""
-    if request.method == "POST" and form.is_valid():
+    refusal = quotas.run_start_refusal(request.user) if request.method == "POST" else None
+    if refusal:
+        error = f"The run was not started: {refusal.reason}"
+    elif request.method == "POST" and form.is_valid():
         try:
             run = services.run_create(**form.run_kwargs(), user=request.user)
         except (ValidationError, ValueError, LookupError) as exc:
@@ -66,7 +69,12 @@ def run_new(request: HttpRequest) -> HttpResponse:
         "consent_threshold": conf("CONSENT_THRESHOLD_USD"),
         "prices_read_on": settings.DISPUTA_PRICES.get("read_on", ""),
     }
-    return render(request, "debates/run_new.html", context, status=400 if error else 200)
+    response = render(
+        request, "debates/run_new.html", context, status=429 if refusal else 400 if error else 200
+    )
+    if refusal:
+        response["Retry-After"] = str(refusal.retry_after_seconds)
+    return response
 
 
 @require_GET
@@ -97,7 +105,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     context = {
         **selectors.cost_context(run),
         **selectors.run_status_context(run),
-        "cards": selectors.run_turn_cards(run, kb=kb),
+        "cards": selectors.run_turn_cards(run, kb=kb, from_cache=True),
         **selectors.moderator_context(run, request.user, kb=kb),
         "extra_panels": selectors.run_panels(run, request.user, kb=kb),
     }

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from debates import lineage
+from debates import lineage, quotas
 from debates.export_files import ExportUnavailable, export_file
 from debates.models import Run
 
@@ -89,6 +89,14 @@ def _refused(request: HttpRequest, run: Run, refused: lineage.LineageRefused) ->
     return redirect(f"{reverse('run-detail', args=[run.pk])}#lineage")
 
 
+def _over_quota(request: HttpRequest, run: Run, refusal: quotas.Refusal) -> HttpResponse:
+    """429 with Retry-After; the panel shows the reason (htmx swaps 429s, see base.html's htmx-config)."""
+    response = _panel(request, run, refusal.reason)
+    response.status_code = 429
+    response["Retry-After"] = str(refusal.retry_after_seconds)
+    return response
+
+
 def _to_child(request: HttpRequest, child: Run) -> HttpResponse:
     url = reverse("run-detail", args=[child.pk])
     return HttpResponseClientRedirect(url) if getattr(request, "htmx", False) else redirect(url)
@@ -99,6 +107,8 @@ def _to_child(request: HttpRequest, child: Run) -> HttpResponse:
 @permission_required("debates.moderate", raise_exception=True)
 def run_rerun(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
+    if refusal := quotas.run_start_refusal(request.user):
+        return _over_quota(request, run, refusal)
     try:
         backend, model, seed = _overrides(request)
         child = lineage.run_rerun(run.pk, user=request.user, backend=backend, model=model, seed=seed)
@@ -112,6 +122,8 @@ def run_rerun(request: HttpRequest, run_id: int) -> HttpResponse:
 @permission_required("debates.moderate", raise_exception=True)
 def run_fork(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
+    if refusal := quotas.run_start_refusal(request.user):
+        return _over_quota(request, run, refusal)
     try:
         backend, model, seed = _overrides(request)
         child = lineage.run_fork(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -49,12 +50,51 @@ def pytest_configure(config: pytest.Config) -> None:
     # A live Daphne started with fork inherits stale asgiref executors and channel-layer state from earlier
     # async tests; spawn gives it a clean interpreter.
     multiprocessing.set_start_method("spawn", force=True)
+    _postgres_flush_by_delete()
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and os.environ.get("REDIS_URL"):
+        # Parallel workers have their own databases, hence the same run ids: on one Redis, their runs' groups
+        # would be the same. This process and the servers and workers it starts get a prefix of their own.
+        from django.conf import settings
+
+        os.environ["DISPUTA_CHANNEL_PREFIX"] = f"asgi-{worker}"
+        settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = os.environ["DISPUTA_CHANNEL_PREFIX"]
+
+
+def _postgres_flush_by_delete() -> None:
+    """Tests only: empty the tables after a transactional test with DELETE instead of PostgreSQL's TRUNCATE, which
+    makes new files for every table and cost about 0.3 s per test (the whole scaled pass: minutes). The test
+    tables hold a few rows; Django's foreign keys are deferrable, so one transaction deletes them in any order."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    truncate = DatabaseOperations.sql_flush
+
+    def sql_flush(
+        self: DatabaseOperations,
+        style: Any,
+        tables: Any,
+        *,
+        reset_sequences: bool = False,
+        allow_cascade: bool = False,
+    ) -> list[str]:
+        if reset_sequences or not tables:
+            return truncate(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
+        return ["SET CONSTRAINTS ALL DEFERRED;", *(f"DELETE FROM {self.quote_name(t)};" for t in tables)]
+
+    DatabaseOperations.sql_flush = sql_flush  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True)
 def _tasks_are_recorded_not_run(settings: Any) -> None:
     """Views enqueue runs; unit tests assert that and drive the runner explicitly."""
     settings.TASKS = DUMMY_TASKS
+
+
+@pytest.fixture(autouse=True)
+def _no_connect_limit(settings: Any) -> None:
+    """The per-IP websocket connect count outlives a test (a minute, in Redis in the scaled pass); tests that open
+    sockets from the same address by the dozen must not trip it. tests/test_quotas.py sets it."""
+    settings.DISPUTA = {**settings.DISPUTA, "MAX_WS_CONNECTS_PER_MINUTE": 0}
 
 
 def _user(username: str, *, moderate: bool) -> User:

@@ -139,16 +139,44 @@ class TextSearchTests:
         done(make_run(topic="Zeppelin routes"))
         assert rows(table(viewer_client, "q=zeppelin&status=failed")) == [failed.pk]
 
-    def test_the_sqlite_fallback_is_a_semi_join_not_a_join(self, make_run):
+    def test_the_search_is_the_databases_full_text_search_as_a_semi_join(self, make_run):
         run = make_run(topic="Nothing here")
         turn(run, "a", text="needle one")
         turn(run, "b", text="needle two")
         sql = str(text_search(Run.objects.all(), "needle").query)
         if connection.vendor == "sqlite":
-            assert "EXISTS" in sql and "JOIN" not in sql
+            assert "MATCH" in sql and "debates_turn_fts" in sql
         else:  # PostgreSQL: full-text search over the indexed vectors
             assert "to_tsvector" in sql and "websearch_to_tsquery" in sql
         assert list(text_search(Run.objects.all(), "needle")) == [run]
+
+    def test_words_are_stemmed_and_all_required_and_a_quoted_phrase_is_a_phrase(self, make_run):
+        both = make_run(topic="Airships")
+        turn(both, "a", text="Zeppelins were carrying freight across the Atlantic.")
+        one = make_run(topic="Trains")
+        turn(one, "a", text="A zeppelin once flew here; freight went by rail.")
+        assert set(text_search(Run.objects.all(), "zeppelin carried")) == {both}
+        assert set(text_search(Run.objects.all(), "zeppelin freight")) == {both, one}
+        assert set(text_search(Run.objects.all(), '"carrying freight"')) == {both}
+        assert set(text_search(Run.objects.all(), '"freight carrying"')) == set()
+
+    def test_search_syntax_in_the_text_is_never_an_error(self, make_run):
+        run = make_run(topic='Quotes " and (brackets) OR NOT near* -minus')
+        for text in ['"', "(", "NOT", "a OR", "near*", "-minus", 'x"y', "?!"]:
+            list(text_search(Run.objects.all(), text))  # no OperationalError
+        assert list(text_search(Run.objects.all(), "brackets minus")) == [run]
+
+    def test_the_index_follows_edits_and_deletes_of_turns_and_topics(self, make_run):
+        run = make_run(topic="Old topic")
+        streaming = turn(run, "a", text="first draft")
+        Turn.objects.filter(pk=streaming.pk).update(raw_text="final wording about dirigibles")
+        assert list(text_search(Run.objects.all(), "dirigibles")) == [run]
+        assert list(text_search(Run.objects.all(), "draft")) == []
+        Run.objects.filter(pk=run.pk).update(topic="Blimps")
+        assert list(text_search(Run.objects.all(), "blimps")) == [run]
+        assert list(text_search(Run.objects.all(), "old")) == []
+        Turn.objects.filter(pk=streaming.pk).delete()
+        assert list(text_search(Run.objects.all(), "dirigibles")) == []
 
 
 # --- pagination, the page, its partial ------------------------------------------------------------------------------

@@ -298,6 +298,34 @@ async def test_a_client_converges_when_the_layer_drops_every_other_event(make_ru
     assert last_status(frames) == ("completed", str(last_seq))
 
 
+async def test_every_viewer_converges_when_the_layer_drops_every_other_event(make_run, moderator, settings):
+    """Several browsers on one run, through a layer that loses half its messages: three from the start (one of
+    them drops its socket mid-run and reconnects, as the page does), two that join after the first commit. Each
+    ends showing every committed turn and the final status at the run's last seq."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": f"{__name__}.DroppingChannelLayer"}}
+    layer = get_channel_layer()
+    run = await sync_to_async(make_run)(backend_options=STREAMING)
+    viewers = [await connected_socket(run.pk, moderator) for _ in range(3)]
+    runner = asyncio.create_task(run_execute(run.pk))
+    while not await Turn.objects.filter(run=run, status="committed").aexists():  # noqa: ASYNC110
+        await asyncio.sleep(0.02)
+    viewers += [await connected_socket(run.pk, moderator) for _ in range(2)]
+    leaving, _ = viewers.pop(0)
+    await leaving.disconnect()
+    viewers.append(await connected_socket(run.pk, moderator))
+    try:
+        assert await runner == "done"
+        last_seq = str((await Run.objects.aget(pk=run.pk)).last_seq)
+        for comm, snapshot in viewers:
+            frames = [snapshot, *await frames_until_status(comm, "completed")]
+            assert committed_keys(frames) == EXPECTED_KEYS
+            assert last_status(frames) == ("completed", last_seq)
+    finally:
+        for comm, _ in viewers:
+            await comm.disconnect()
+    assert len(layer.dropped) >= 6  # about half of the run's events
+
+
 async def test_a_lost_final_message_is_noticed_by_the_gap_poll(make_run, moderator, settings):
     """The last event of a burst has no successor to reveal the gap: the 2 s poll replays it."""
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": f"{__name__}.DroppingChannelLayer"}}

@@ -114,13 +114,17 @@ class FromRunsTests:
                 "basis": "debate turns",
             }
             assert seat["defended"]["count"] == made.count("defend")
+        # A deflection: a seat answered in a round and the ruling closing that round calls it out (once per round).
         callouts: dict[str, int] = {}
-        for payload in run.turns.filter(task="moderator", status="committed").values_list(
-            "payload", flat=True
-        ):
-            for deflection in (payload or {}).get("deflections", []):
-                handle = "debater-" + deflection["position"]
-                callouts[handle] = callouts.get(handle, 0) + 1
+        answered: set[str] = set()
+        for turn in run.turns.filter(status="committed").select_related("seat").order_by("first_seq"):
+            if turn.task == "turn":
+                answered.add(turn.seat.handle)
+            elif turn.task == "moderator":
+                named = {"debater-" + d["position"] for d in (turn.payload or {}).get("deflections", [])}
+                for handle in named & answered:
+                    callouts[handle] = callouts.get(handle, 0) + 1
+                answered = set()
         assert {
             s["handle"]: s["deflected"]["count"] for s in signals["seats"] if s["deflected"]["count"]
         } == callouts
@@ -183,11 +187,12 @@ class RuleTests:
         pro, con = signals["seats"]
         assert (pro["handle"], pro["conceded"]["count"], pro["conceded"]["of"]) == ("debater-pro", 3, 4)
         assert pro["conceded"]["rate"] == 75.0 and pro["defended"]["count"] == 1
+        # Called out after all four rounds, but it answered in three: a deflection is one of its turns.
         assert con["deflected"] == {
-            "count": 4,
+            "count": 3,
             "of": 3,
-            "rate": 133.3,
-            "basis": "debate turns (moderator's callouts)",
+            "rate": 100.0,
+            "basis": "debate turns called out by the moderator's ruling",
         }
         assert signals["flagged"]
 

@@ -196,9 +196,10 @@ class AnthropicBackend:
                     ],
                     output_config=first["output_config"],
                 )
-            except Exception:  # an optimisation only: the calls themselves write the cache if it failed
+            # An optimisation only: the calls themselves write the cache if it failed.
+            except Exception as error:
                 log.warning(
-                    "cache warm-up failed; the stage's calls will write the cache themselves", exc_info=True
+                    "cache warm-up failed (%r); the stage's calls will write the cache themselves", error
                 )
                 continue
             total = total + usage_from(message.usage, first["model"])

@@ -10,7 +10,7 @@ FULL_TEXT_INDEXES = [("run", "topic", "run_topic_fts"), ("turn", "raw_text", "tu
 
 def _full_text_indexes(apps, schema_editor, *, add: bool) -> None:
     if schema_editor.connection.vendor != "postgresql":
-        return  # SQLite searches with a plain icontains; it has no use for these indexes
+        return  # SQLite has its own FTS5 indexes (debates.search_sqlite)
     from django.contrib.postgres.indexes import GinIndex
     from django.contrib.postgres.search import SearchVector
 

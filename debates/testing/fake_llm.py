@@ -89,7 +89,7 @@ class RecordedRequest:
     body: dict[str, Any]  # the parsed JSON request body
     status: int = 0  # HTTP status sent
     # "" or the fault applied: "status:529", "midstream:overloaded_error", "text", "random:overloaded",
-    # "random:rate_limit", "random:midstream"; "responder" when the responder raised (answered with a 500).
+    # "random:rate_limit", "random:midstream", "random:drop"; "responder" when the responder raised (answered with a 500).
     fault: str = ""
     usage: dict[str, Any] = field(default_factory=dict)  # final usage, in the API's own field names
     text: str = ""  # reply text sent (possibly partial)
@@ -292,6 +292,8 @@ def _random_fault(kind: str, api: str) -> Fault:
         if api == "openai":
             return Fault("status", 429, "requests", "Rate limit reached for requests", retry_after_ms=10)
         return Fault("status", 429, "rate_limit_error", "Rate limited", retry_after_ms=10)
+    if kind == "drop":  # the connection closes mid-answer (Anthropic only)
+        return Fault("drop")
     if kind == "midstream":
         if api == "openai":
             return Fault("midstream", error_type="server_error", message="The server had an error.")
@@ -512,9 +514,11 @@ class FakeLLMServer:
                     return fault, "drop"
                 return fault, "text"
             if self.fault_rate > 0 and self._rng.random() < self.fault_rate:
-                kind = self._rng.choice(("overloaded", "rate_limit", "midstream"))
-                if kind == "midstream" and not stream:
+                kind = self._rng.choice(("overloaded", "rate_limit", "midstream", "drop"))
+                if kind in ("midstream", "drop") and not stream:
                     kind = "overloaded"
+                if kind == "drop" and api != "anthropic":
+                    kind = "midstream"
                 return _random_fault(kind, api), f"random:{kind}"
         return None, ""
 

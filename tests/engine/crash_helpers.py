@@ -84,6 +84,7 @@ class Proc:
     tag: str = ""  # the run a run_debate creates
     crash_at: str = ""
     kill_at: float | None = None  # time.monotonic() at which the test SIGKILLs it
+    env: dict[str, str] | None = None  # instead of subprocess_env()
     popen: subprocess.Popen[bytes] = field(init=False)
     started: float = field(init=False)
     killed: bool = False
@@ -94,7 +95,7 @@ class Proc:
             self.popen = subprocess.Popen(
                 [sys.executable, str(manage), self.command, *self.args],
                 cwd=settings.BASE_DIR,
-                env=subprocess_env(crash_at=self.crash_at),
+                env=self.env or subprocess_env(crash_at=self.crash_at),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

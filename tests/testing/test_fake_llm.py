@@ -308,7 +308,12 @@ async def test_random_faults_are_seeded_and_recorded() -> None:
             outcomes.append([r.fault for r in fake.requests])
     assert outcomes[0] == outcomes[1]
     assert codes <= {200, 429, 529}
-    assert {f for f in outcomes[0] if f} <= {"random:overloaded", "random:rate_limit", "random:midstream"}
+    assert {f for f in outcomes[0] if f} <= {
+        "random:overloaded",
+        "random:rate_limit",
+        "random:midstream",
+        "random:drop",
+    }
     assert "" in outcomes[0]
     assert any(f.startswith("random:") for f in outcomes[0])
 

@@ -1,4 +1,4 @@
-"""`manage.py bench overhead|cache`.
+"""`manage.py bench overhead|cache|pages|fanout` (fanout: see debates/bench_fanout.py).
 
 `bench overhead`: how much the engine adds to the critical path of a debate.
 
@@ -21,11 +21,13 @@ outcome, seats and turns), written with bulk_create into a throwaway SQLite data
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import re
 import statistics
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -456,7 +458,16 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("which", choices=["overhead", "cache", "pages"])
+        parser.add_argument("which", choices=["overhead", "cache", "pages", "fanout"])
+        parser.add_argument("--debates", type=int, default=10, help="fanout: debates at once (10).")
+        parser.add_argument(
+            "--viewers", type=int, default=50, help="fanout: websocket viewers per debate (50)."
+        )
+        parser.add_argument(
+            "--layers",
+            default="inmemory,redis,redis-pubsub",
+            help="fanout: channel layers, in order (inmemory, redis, redis-pubsub; Redis at REDIS_URL).",
+        )
         parser.add_argument(
             "--runs",
             type=int,
@@ -469,7 +480,7 @@ class Command(BaseCommand):
             "--database",
             choices=["throwaway", "configured"],
             default="throwaway",
-            help="pages: a throwaway SQLite file (default), or the configured database (rows deleted after).",
+            help="pages, fanout: a throwaway SQLite file (default), or the configured database (rows deleted after).",
         )
         parser.add_argument("--ttft", type=float, default=0.3, help="Fake model's time to first token (s).")
         parser.add_argument("--cps", type=float, default=1500, help="Fake model's characters per second.")
@@ -480,6 +491,20 @@ class Command(BaseCommand):
     ) -> None:
         if which == "cache":
             return self._cache(analysts=analysts)
+        if which == "fanout":
+            layers = [name.strip() for name in opts["layers"].split(",") if name.strip()]
+            unknown = [name for name in layers if name not in ("inmemory", "redis", "redis-pubsub")]
+            if unknown or not layers:
+                raise CommandError(
+                    f"bench fanout: unknown layer(s) {unknown}; choose from inmemory, redis, redis-pubsub"
+                )
+            return self._fanout(
+                debates=opts["debates"],
+                viewers=opts["viewers"],
+                layers=layers,
+                cps=cps,
+                database=opts["database"],
+            )
         if which == "pages":
             return self._pages(
                 runs=10_000 if runs is None else runs,
@@ -535,32 +560,10 @@ class Command(BaseCommand):
         )
 
     def _pages(self, *, runs: int, turns: int, repeat: int, database: str) -> None:
-        import tempfile
-        from pathlib import Path
-
-        from django.core.management import call_command
-
-        connection = connections[DEFAULT_DB_ALIAS]
-        saved_name = connection.settings_dict["NAME"]
-        scratch = None
-        if database == "throwaway":
-            if connection.vendor != "sqlite":
-                raise CommandError(
-                    "bench pages: the throwaway database needs SQLite; use --database configured"
-                )
-            if connection.in_atomic_block:
-                raise CommandError(
-                    "bench pages: cannot switch databases inside a transaction; use --database configured"
-                )
-            scratch = Path(tempfile.mkdtemp(prefix="disputa-bench-")) / "bench.sqlite3"
-            connection.close()
-            connection.settings_dict["NAME"] = str(scratch)
-            call_command("migrate", verbosity=0, interactive=False)
-        try:
+        with _database(database, "bench pages", cleanup=bench_pages_cleanup) as where:
             started = time.monotonic()
             ids = generate_pages_data(runs=runs, turns=turns)
             generated = time.monotonic() - started
-            where = f"throwaway SQLite {scratch}" if scratch else f"configured {connection.vendor} database"
             self.stdout.write(
                 f"bench pages: {runs:,} runs and {turns:,} turns (+ 1 run of {LONG_RUN_TURNS} turns) generated in "
                 f"{generated:.1f}s into the {where}; median of {repeat} requests per page, server-side"
@@ -575,12 +578,93 @@ class Command(BaseCommand):
                 )
             passed = sum(1 for r in results if r["median_ms"] <= TARGET_PAGE_MS)
             self.stdout.write(f"pages within target: {passed} of {len(results)}")
-        finally:
-            if scratch is not None:
-                connection.close()
-                connection.settings_dict["NAME"] = saved_name
-                for leftover in scratch.parent.iterdir():
-                    leftover.unlink()
-                scratch.parent.rmdir()
-            else:
-                bench_pages_cleanup()
+
+    def _fanout(self, *, debates: int, viewers: int, layers: list[str], cps: float, database: str) -> None:
+        from debates import bench_fanout
+
+        redis_url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+        if any(layer != "inmemory" for layer in layers):
+            _redis_reachable(redis_url)
+        with _database(database, "bench fanout", cleanup=bench_fanout.bench_fanout_cleanup) as where:
+            self.stdout.write(
+                f"bench fanout: {debates} simulated debates at once ({cps:.0f} characters/s), {viewers} websocket "
+                f"viewers each, viewers and server in this one process; {where}"
+            )
+            results = []
+            for layer in layers:
+                try:
+                    result = bench_fanout.measure_fanout(
+                        layer=layer, redis_url=redis_url, debates=debates, viewers=viewers, cps=cps
+                    )
+                except Exception as error:  # an overloaded layer can fail outright: that is a result too
+                    self.stdout.write(f"  {layer}: FAIL, the bench broke off: {error!r}")
+                    bench_fanout.bench_fanout_cleanup()
+                    continue
+                results.append(result)
+                ok = (
+                    result["p95_ms"] <= bench_fanout.TARGET_P95_MS
+                    and result["fps_max"] <= bench_fanout.TARGET_FRAMES_PER_SECOND
+                )
+                self.stdout.write(
+                    f"  {layer}: frame lag p50 {result['p50_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms over "
+                    f"{result['lagged_frames']:,} frames (target p95 <= {bench_fanout.TARGET_P95_MS:.0f} ms); "
+                    f"live frames per turn per second max {result['fps_max']:.1f}, median "
+                    f"{result['fps_median']:.1f} over {result['turns_rated']} turns "
+                    f"(target <= {bench_fanout.TARGET_FRAMES_PER_SECOND:.0f}); {result['frames']:,} frames to "
+                    f"{result['viewers']} viewers in {result['wall']:.1f}s, all converged "
+                    f"{'PASS' if ok else 'FAIL'}"
+                )
+            for result in results[1:]:
+                base = results[0]
+                self.stdout.write(
+                    f"  {result['layer']} / {base['layer']}: p95 lag x{result['p95_ms'] / base['p95_ms']:.2f}, "
+                    f"wall x{result['wall'] / base['wall']:.2f}"
+                )
+
+
+def _redis_reachable(url: str) -> None:
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except redis.RedisError as error:
+        raise CommandError(
+            f"bench fanout: Redis at {url} is not reachable ({error}); start it, set REDIS_URL, or pass "
+            "--layers inmemory"
+        ) from error
+
+
+@contextlib.contextmanager
+def _database(database: str, bench: str, *, cleanup: Any) -> Iterator[str]:
+    """The throwaway SQLite file the bench writes into (migrated here, deleted after), or the configured database
+    (what the bench wrote deleted after by `cleanup`). Yields a description for the first printed line."""
+    import tempfile
+    from pathlib import Path
+
+    from django.core.management import call_command
+
+    connection = connections[DEFAULT_DB_ALIAS]
+    saved_name = connection.settings_dict["NAME"]
+    scratch = None
+    if database == "throwaway":
+        if connection.vendor != "sqlite":
+            raise CommandError(f"{bench}: the throwaway database needs SQLite; use --database configured")
+        if connection.in_atomic_block:
+            raise CommandError(
+                f"{bench}: cannot switch databases inside a transaction; use --database configured"
+            )
+        scratch = Path(tempfile.mkdtemp(prefix="disputa-bench-")) / "bench.sqlite3"
+        connection.close()
+        connection.settings_dict["NAME"] = str(scratch)
+        call_command("migrate", verbosity=0, interactive=False)
+    try:
+        yield f"throwaway SQLite {scratch}" if scratch else f"configured {connection.vendor} database"
+    finally:
+        if scratch is not None:
+            connection.close()
+            connection.settings_dict["NAME"] = saved_name
+            for leftover in scratch.parent.iterdir():
+                leftover.unlink()
+            scratch.parent.rmdir()
+        else:
+            cleanup()

@@ -1,0 +1,77 @@
+"""`manage.py serve_scaled`: the scaled setup on one machine (issue 9): the database migrated, then one Daphne
+process serving pages and websockets and N `worker` processes running debates, started and stopped together by
+honcho's process manager (Ctrl-C stops all; if one dies, honcho stops the others, as a Procfile runner does).
+
+On several machines run the same commands under your own supervisor, all with the same environment: `manage.py
+serve --host 0.0.0.0` on the web machines (behind a load balancer; websockets need no stickiness, every process
+reaches every browser through Redis), `manage.py worker` on as many worker machines as you like."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = (
+        "Migrate, then run Daphne and N debate workers (PostgreSQL + Redis + database task queue) together."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--workers", type=int, default=2, help="worker processes (2)")
+
+    def handle(self, *args: Any, host: str, port: int, workers: int, **options: Any) -> None:
+        from honcho.manager import Manager
+
+        missing = [
+            what
+            for what, ok in [
+                (
+                    "DATABASE_URL=postgres://…",
+                    str(settings.DATABASES["default"]["ENGINE"]).endswith("postgresql"),
+                ),
+                ("REDIS_URL=redis://…", bool(os.environ.get("REDIS_URL"))),
+                ("DISPUTA_TASKS_BACKEND=database", "django_tasks_db" in settings.INSTALLED_APPS),
+            ]
+            if not ok
+        ]
+        if missing:
+            raise CommandError(f"serve_scaled needs {', '.join(missing)} in the environment")
+        if workers < 1:
+            raise CommandError("--workers must be at least 1")
+        _database_create_if_missing()
+        call_command("migrate", interactive=False, verbosity=0)
+        manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
+        processes = {"web": [*manage, "serve", "--host", host, "--port", str(port)]}
+        for n in range(1, workers + 1):
+            processes[f"worker.{n}"] = [*manage, "worker", "--worker-id", f"worker.{n}@{os.uname().nodename}"]
+        manager = Manager()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        for name, command in processes.items():
+            manager.add_process(name, shlex.join(command), env=env, cwd=str(settings.BASE_DIR))
+        manager.loop()
+        sys.exit(manager.returncode)
+
+
+def _database_create_if_missing() -> None:
+    """A fresh PostgreSQL server has no database of Disputa's name yet: create it (trust or a role that may)."""
+    from django.db import OperationalError, connection
+
+    try:
+        connection.ensure_connection()
+        return
+    except OperationalError as error:
+        if "does not exist" not in str(error):
+            raise CommandError(f"cannot reach the database of DATABASE_URL: {error}") from error
+    name = connection.settings_dict["NAME"]
+    with connection._nodb_cursor() as cursor:  # Django's own way to reach the server's maintenance database
+        cursor.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")

@@ -1,0 +1,67 @@
+"""`manage.py bench fanout` at a tiny scale (2 debates, 3 viewers each): the lines it prints per channel layer
+(frame lag p50/p95 against 250 ms, live frames per turn per second against 20, PASS / FAIL), the ratios between
+layers, that every viewer converged (the bench fails otherwise) and that it cleans up. Not a timing assertion."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+
+import pytest
+import redis
+from django.core.management import call_command
+
+from debates.models import Run
+
+LINE = re.compile(
+    r"^  (?P<layer>inmemory|redis|redis-pubsub): frame lag p50 (?P<p50>\d+\.\d) ms, p95 (?P<p95>\d+\.\d) ms over "
+    r"(?P<frames>[\d,]+) frames \(target p95 <= 250 ms\); live frames per turn per second max (?P<fps>\d+\.\d), "
+    r"median \d+\.\d over (?P<turns>\d+) turns \(target <= 20\); [\d,]+ frames to 6 viewers in \d+\.\ds, "
+    r"all converged (?P<verdict>PASS|FAIL)$"
+)
+REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+def redis_running() -> None:
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
+    except redis.RedisError as error:
+        if os.environ.get("CI"):
+            pytest.fail(f"bench fanout needs Redis at {REDIS_URL}: {error}", pytrace=False)
+        pytest.skip(f"no Redis at {REDIS_URL}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_fanout_prints_each_layer_against_the_targets_and_cleans_up(redis_running: None):
+    out = io.StringIO()
+    call_command(
+        "bench",
+        "fanout",
+        "--debates",
+        "2",
+        "--viewers",
+        "3",
+        "--layers",
+        "inmemory,redis,redis-pubsub",
+        "--database",
+        "configured",
+        stdout=out,
+    )
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(
+        "bench fanout: 2 simulated debates at once (1500 characters/s), 3 websocket viewers"
+    )
+    measured = [LINE.match(line) for line in lines[1:4]]
+    assert all(measured), out.getvalue()
+    assert [m["layer"] for m in measured if m] == ["inmemory", "redis", "redis-pubsub"]
+    for m in measured:
+        assert m is not None
+        assert 0 < float(m["p50"]) <= float(m["p95"])
+        assert int(m["frames"].replace(",", "")) >= 6 and int(m["turns"]) > 0
+        ok = float(m["p95"]) <= 250 and float(m["fps"]) <= 20
+        assert ok == (m["verdict"] == "PASS")
+    assert re.fullmatch(r"  redis / inmemory: p95 lag x\d+\.\d\d, wall x\d+\.\d\d", lines[4])
+    assert re.fullmatch(r"  redis-pubsub / inmemory: p95 lag x\d+\.\d\d, wall x\d+\.\d\d", lines[5])
+    assert not Run.objects.filter(topic__startswith="[bench-fanout]").exists()

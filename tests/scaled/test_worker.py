@@ -1,0 +1,113 @@
+"""The scaled setup's processes (issue 9): `manage.py worker` takes a dead worker's run over once its lease expires,
+and `manage.py serve_scaled` starts Daphne and the workers together, which run a debate queued by the web side to
+the end, its page served by Daphne."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from debates.models import Run
+from tests.engine.crash_helpers import Proc, kill_all, lease_owner_pid
+from tests.scaled.conftest import DATABASE_TASKS, scaled_env
+
+pytestmark = [pytest.mark.scaled, pytest.mark.timeout(180)]
+
+LEASE_SECONDS = 3
+
+
+def wait_for(condition: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+
+
+def live_lease_pid(run: Run) -> int | None:
+    run.refresh_from_db()
+    if run.lease_owner and run.lease_expires_at and run.lease_expires_at > timezone.now():
+        return lease_owner_pid(run.lease_owner)
+    return None
+
+
+def test_a_killed_workers_run_is_taken_over_by_the_other_within_its_lease(
+    transactional_db: None, make_run: Any, settings: Any, tmp_path: Path
+):
+    settings.TASKS = DATABASE_TASKS
+    env = {**scaled_env(), "DISPUTA_LEASE_SECONDS": str(LEASE_SECONDS)}
+    workers = [
+        Proc("worker", ["--interval", "0.2"], tmp_path / f"worker-{n}.log", env=env).start() for n in range(2)
+    ]
+    try:
+        for w in workers:
+            wait_for(lambda w=w: "ready" in w.log.read_text(), 30, "the workers to start")
+        # About 30 s of streaming: it cannot finish before the kill.
+        run = make_run(backend_options={"cps": 300}, enqueue=True)
+        first = wait_for(lambda: live_lease_pid(run), 20, "a worker to lease the run")
+        victim = next(w for w in workers if w.popen.pid == first)
+        time.sleep(1.0)
+        victim.kill()
+        killed_at = time.monotonic()
+        survivor = next(w for w in workers if w is not victim)
+        wait_for(lambda: live_lease_pid(run) == survivor.popen.pid, LEASE_SECONDS + 10, "the takeover")
+        took = time.monotonic() - killed_at
+        print(
+            f"\ntakeover: the other worker leased the run {took:.1f} s after the SIGKILL (lease {LEASE_SECONDS} s)"
+        )
+        # The lease, a heartbeat at most a third of it old, and the idle worker's poll interval.
+        assert took <= LEASE_SECONDS + 2
+    finally:
+        kill_all(workers)
+
+
+def test_a_worker_refuses_to_start_without_the_database_task_queue(tmp_path: Path):
+    env = {**scaled_env(), "DISPUTA_TASKS_BACKEND": "dummy"}
+    proc = Proc("worker", [], tmp_path / "worker.log", env=env).start()
+    assert proc.wait(timeout=60) != 0
+    assert "set DISPUTA_TASKS_BACKEND=database" in proc.output()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_scaled_runs_daphne_and_workers_which_finish_a_queued_debate(
+    transactional_db: None, make_run: Any, settings: Any, tmp_path: Path
+):
+    settings.TASKS = DATABASE_TASKS
+    port = free_port()
+    proc = Proc(
+        "serve_scaled",
+        ["--port", str(port), "--workers", "2"],
+        tmp_path / "serve_scaled.log",
+        env=scaled_env(),
+    ).start()
+    try:
+        wait_for(lambda: "listening on" in proc.log.read_text(), 60, "Daphne to listen")
+        ready = wait_for(
+            lambda: len(re.findall(r"worker worker\.\d@\S+: ready", proc.log.read_text())) == 2,
+            60,
+            "two workers",
+        )
+        assert ready
+        run = make_run(enqueue=True)  # as the new-run form does: a row in the database task queue
+        wait_for(lambda: Run.objects.get(pk=run.pk).status == "completed", 90, "the debate to complete")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=10) as response:
+            assert response.status == 200
+        proc.popen.send_signal(signal.SIGTERM)  # honcho stops Daphne and both workers, then exits
+        proc.wait(timeout=30)
+    finally:
+        kill_all([proc])
