@@ -1,12 +1,14 @@
 """`manage.py bench fanout` (issue 9): live fan-out of debates to many websocket viewers through each channel
-layer. N simulated debates run at once in this process, each watched by V websocket viewers connected through the
-project's whole ASGI stack (origin check, session auth, the run consumer); viewers and server share this one
-process and its event loop, so the figures include the viewers' own work.
+layer, as a browser sees it. For each layer a Daphne server process (`manage.py serve`, the one-laptop server:
+runners on its own event loop, the layer chosen by REDIS_URL / DISPUTA_CHANNEL_LAYER) runs N simulated debates at
+once; this process holds V real websocket connections per debate to it, over TCP, as the run page's socket does
+(origin check, session cookie, the run consumer), and starts the debates with a moderator's POST once every viewer
+has its snapshot.
 
 Measured per layer:
-- frame lag: for every frame that carries the run's status (nearly every event frame), the time it reached a viewer
-  minus the time its event row was written to the database (RunEvent.created_at); p50 and p95 over all frames of all
-  viewers. Target p95 <= 250 ms.
+- frame lag: for every live frame that carries the run's status (nearly every event frame; not the snapshot sent on
+  connecting), the time it reached a viewer minus the time its event row was written to the database
+  (RunEvent.created_at); p50 and p95 over all frames of all viewers. Target p95 <= 250 ms.
 - frames per second per turn: the live (token-delta) frames one viewer got for a streaming turn, over the seconds
   the turn streamed; the maximum over turns. Target <= 20 (deltas are coalesced every DISPUTA_FLUSH_SECONDS).
 Every viewer must also end on the run's final status at its last seq (converged), or the bench fails."""
@@ -14,31 +16,37 @@ Every viewer must also end on the run's final status at its last seq (converged)
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import secrets
+import signal
+import socket
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+import urllib.request
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
-from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.conf import settings
-from django.test import Client, override_settings
+from django.contrib.auth.models import Permission
+from django.db import connection
+from django.test import Client
 
-from debates import services
-from debates.engine.runner import run_execute
+from debates import dburl, services
 from debates.models import Run, RunEvent, Turn
 
 TARGET_P95_MS = 250.0
 TARGET_FRAMES_PER_SECOND = 20.0
-BENCH_USER = "bench-fanout-viewer"
-LAYERS = {
-    "inmemory": {"BACKEND": "channels.layers.InMemoryChannelLayer"},
-    "redis": {"BACKEND": "channels_redis.core.RedisChannelLayer"},
-    "redis-pubsub": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer"},
-}
+BENCH_VIEWER = "bench-fanout-viewer"
+BENCH_MODERATOR = "bench-fanout-moderator"
+LAYERS = ("inmemory", "redis", "redis-pubsub")
 STATUS = re.compile(r'<section id="run-status"[^>]*data-status="([a-z_]+)" data-seq="(\d+)"')
 LIVE = re.compile(r'<div id="(turn-[^"]+)-live"')
+TERMINAL = {"completed", "failed", "cancelled"}
 ANALYSTS = [
     {"name": "Ada", "lens": "economics"},
     {"name": "Bo", "lens": "equity"},
@@ -48,28 +56,87 @@ MATERIAL = (
     "Stockholm ran a seven-month congestion-charge trial in 2006. Traffic across the cordon fell by about 20 percent. "
     "London introduced its charge in 2003. Critics argue that a flat charge is regressive."
 )
+SERVER_START_SECONDS = 60
+RUN_SECONDS = 300  # the debates must end within this, or the bench fails
+CONNECTS_AT_ONCE = 25  # viewers connecting together (each connect renders a snapshot on the server)
 
 
-def layer_config(name: str, redis_url: str) -> dict[str, Any]:
-    """The layer as settings.py configures it (its capacity), on the bench's own Redis prefix."""
-    config: dict[str, Any] = {**LAYERS[name], "CONFIG": {"capacity": settings.CHANNEL_CAPACITY}}
-    if name != "inmemory":
-        config["CONFIG"].update(hosts=[redis_url], prefix="disputa-bench-fanout")
-    if name == "redis-pubsub":
-        del config["CONFIG"]["capacity"]  # no per-channel queue to bound
-    return config
+class BenchBroke(RuntimeError):
+    pass
 
 
-def _session_cookie() -> bytes:
-    from django.contrib.auth import get_user_model
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
-    user, _ = get_user_model().objects.get_or_create(username=BENCH_USER)
-    client = Client()
-    client.force_login(user)
-    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}".encode()
+
+class Server:
+    """`manage.py serve` on a free port in a process of its own, against this process's database."""
+
+    def __init__(self, layer: str, redis_url: str) -> None:
+        self.port = _free_port()
+        self.log = Path(tempfile.mkstemp(prefix=f"disputa-bench-fanout-{layer}-", suffix=".log")[1])
+        env = {
+            **os.environ,
+            "DATABASE_URL": dburl.database_url(connection.settings_dict),
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            # As deployed: no debug (which records every query), the same key (it signs this process's sessions).
+            "DJANGO_DEBUG": "false",
+            "DJANGO_SECRET_KEY": settings.SECRET_KEY,
+            "DISPUTA_TASKS_BACKEND": "inprocess",
+            "DISPUTA_RESUME_ON_START": "false",  # the debates start when this process says so
+            "DISPUTA_MAX_WS_CONNECTS_PER_MINUTE": "0",
+            "DISPUTA_MAX_ACTIVE_RUNS_PER_USER": "0",
+            "DISPUTA_MAX_RUNS_PER_HOUR": "0",
+            "DISPUTA_LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+        }
+        env.pop("REDIS_URL", None)
+        if layer != "inmemory":
+            env.update(
+                REDIS_URL=redis_url,
+                DISPUTA_CHANNEL_LAYER=layer,
+                DISPUTA_CHANNEL_PREFIX=f"disputa-bench-fanout-{os.getpid()}",
+            )
+        else:
+            env.pop("DISPUTA_CHANNEL_LAYER", None)
+        self.env = env
+
+    def __enter__(self) -> Server:
+        manage = Path(settings.BASE_DIR) / "manage.py"
+        with self.log.open("wb") as out:
+            self.popen = subprocess.Popen(
+                [sys.executable, str(manage), "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+                cwd=settings.BASE_DIR,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while "listening on" not in self.log.read_text(errors="replace"):
+            if self.popen.poll() is not None or time.monotonic() > deadline:
+                self.__exit__()
+                raise BenchBroke(f"the server did not start:\n{self.output()}")
+            time.sleep(0.1)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
 
 
 def _runs_create(debates: int, cps: float) -> list[int]:
+    """Queued, not started: the server starts each when the moderator resumes it."""
     return [
         services.run_create(
             protocol="cross-examination",
@@ -84,42 +151,75 @@ def _runs_create(debates: int, cps: float) -> list[int]:
     ]
 
 
-class Viewer:
-    """One websocket viewer: keeps every frame with the wall-clock time it arrived."""
+def _session_cookie(username: str, *, moderate: bool) -> str:
+    from django.contrib.auth import get_user_model
 
-    def __init__(self, run_id: int, cookie: bytes) -> None:
-        from debates.asgi import application
-
-        self.run_id = run_id
-        self.comm = WebsocketCommunicator(
-            application,
-            f"/ws/runs/{run_id}/",
-            headers=[(b"origin", b"http://localhost"), (b"cookie", cookie)],
+    user, _ = get_user_model().objects.get_or_create(username=username)
+    if moderate:
+        user.user_permissions.add(
+            Permission.objects.get(codename="moderate", content_type__app_label="debates")
         )
+    client = Client()
+    client.force_login(user)
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+
+
+def _runs_start(port: int, run_ids: list[int], cookie: str) -> None:
+    """What a moderator's "Resume" button does, over HTTP to the server (which then runs them on its loop)."""
+    token = secrets.token_hex(16)  # an unmasked CSRF secret, as cookie and header
+    for run_id in run_ids:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/runs/{run_id}/control/resume/",
+            data=b"client_uuid=",
+            headers={
+                "Cookie": f"{cookie}; {settings.CSRF_COOKIE_NAME}={token}",
+                "X-CSRFToken": token,
+                "HX-Request": "true",
+                "Content-Type": "application/x-www-form-urlencoded",
+            },
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            if response.status != 200:
+                raise BenchBroke(f"starting run {run_id} answered {response.status}")
+
+
+class Viewer:
+    """One websocket viewer: every frame with the wall-clock time it arrived, and the newest status it showed."""
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
         self.frames: list[tuple[float, str]] = []
         self.status: tuple[str, int] = ("", 0)
+        self.socket: Any = None
 
-    async def connect(self) -> None:
-        connected, code = await self.comm.connect(timeout=60)
-        if not connected:
-            raise RuntimeError(f"a viewer of run {self.run_id} was refused (close code {code})")
+    async def connect(self, port: int, cookie: str) -> None:
+        import websockets
 
-    async def watch(self, until: asyncio.Event) -> None:
-        while True:
-            try:
-                # From the queue itself: the communicator's own receive timeout would kill the consumer.
-                message = await asyncio.wait_for(self.comm.output_queue.get(), 0.5)
-            except TimeoutError:
-                if until.is_set():
-                    return
-                continue
-            if message.get("type") != "websocket.send":
-                raise RuntimeError(f"a viewer of run {self.run_id} got {message.get('type')}")
-            frame = str(message.get("text") or "")
-            self.frames.append((time.time(), frame))
-            for status, seq in STATUS.findall(frame):
-                if int(seq) >= self.status[1]:
-                    self.status = (status, int(seq))
+        self.socket = await websockets.connect(
+            f"ws://127.0.0.1:{port}/ws/runs/{self.run_id}/",
+            origin=f"http://127.0.0.1:{port}",  # type: ignore[arg-type]
+            additional_headers={"Cookie": cookie},
+            max_size=None,
+            open_timeout=60,
+        )
+        self._keep(await asyncio.wait_for(self.socket.recv(), 60))  # the snapshot
+
+    def _keep(self, frame: str | bytes) -> None:
+        text = frame if isinstance(frame, str) else frame.decode()
+        self.frames.append((time.time(), text))
+        for status, seq in STATUS.findall(text):
+            if int(seq) >= self.status[1]:
+                self.status = (status, int(seq))
+
+    async def watch(self) -> None:
+        import websockets
+
+        try:
+            async for frame in self.socket:
+                self._keep(frame)
+        except websockets.ConnectionClosed:
+            pass
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -131,48 +231,65 @@ def _percentile(values: list[float], share: float) -> float:
 
 def measure_fanout(*, layer: str, redis_url: str, debates: int, viewers: int, cps: float) -> dict[str, Any]:
     """Run the debates with their viewers through one layer; return the lag and frame-rate figures."""
-    with override_settings(
-        CHANNEL_LAYERS={"default": layer_config(layer, redis_url)},
-        TASKS={"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}},
-        ALLOWED_HOSTS=["localhost"],
-        DISPUTA={**settings.DISPUTA, "MAX_WS_CONNECTS_PER_MINUTE": 0, "RESUME_ON_START": False},
-    ):
-        run_ids = _runs_create(debates, cps)
-        cookie = _session_cookie()
-        started = time.monotonic()
-        watched = asyncio.run(_watch_runs(run_ids, viewers, cookie))
-        wall = time.monotonic() - started
-        return _figures(layer, run_ids, watched, wall)
+    run_ids = _runs_create(debates, cps)
+    viewer_cookie = _session_cookie(BENCH_VIEWER, moderate=False)
+    moderator_cookie = _session_cookie(BENCH_MODERATOR, moderate=True)
+    with Server(layer, redis_url) as server:
+        try:
+            started = time.monotonic()
+            audience = asyncio.run(
+                _watch_runs(server.port, run_ids, viewers, viewer_cookie, moderator_cookie)
+            )
+            wall = time.monotonic() - started
+        except (BenchBroke, OSError, TimeoutError) as error:
+            raise BenchBroke(f"{error}\nserver output:\n{server.output()}") from error
+    return _figures(layer, run_ids, audience, wall)
 
 
-async def _watch_runs(run_ids: list[int], viewers: int, cookie: bytes) -> list[Viewer]:
-    audience = [Viewer(run_id, cookie) for run_id in run_ids for _ in range(viewers)]
-    for viewer in audience:  # one at a time: each renders its snapshot from the database
-        await viewer.connect()
-    done = asyncio.Event()
-    watching = [asyncio.create_task(v.watch(done)) for v in audience]
-    outcomes = await asyncio.gather(*(run_execute(run_id) for run_id in run_ids))
-    if any(outcome != "done" for outcome in outcomes):
-        raise RuntimeError(f"bench fanout: the debates ended {outcomes}")
-    finals = {
-        run_id: (status, last_seq)
-        for run_id, status, last_seq in await database_sync_to_async(
-            lambda: list(Run.objects.filter(pk__in=run_ids).values_list("pk", "status", "last_seq"))
-        )()
-    }
-    # Give the viewers the consumer's gap poll (2 s) and a margin to converge, then stop watching.
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(v.status != finals[v.run_id] for v in audience):  # noqa: ASYNC110
-        await asyncio.sleep(0.2)
-    done.set()
-    await asyncio.gather(*watching)
-    for viewer in audience:
-        await viewer.comm.disconnect()
+def _finals(run_ids: list[int]) -> dict[int, tuple[str, int]]:
+    try:
+        return {
+            pk: (status, last_seq)
+            for pk, status, last_seq in Run.objects.filter(pk__in=run_ids).values_list(
+                "pk", "status", "last_seq"
+            )
+        }
+    finally:
+        connection.close()  # a thread of asyncio's pool: its connection is not reused
+
+
+async def _watch_runs(
+    port: int, run_ids: list[int], viewers: int, cookie: str, moderator_cookie: str
+) -> list[Viewer]:
+    audience = [Viewer(run_id) for run_id in run_ids for _ in range(viewers)]
+    for start in range(0, len(audience), CONNECTS_AT_ONCE):
+        await asyncio.gather(*(v.connect(port, cookie) for v in audience[start : start + CONNECTS_AT_ONCE]))
+    watching = [asyncio.create_task(v.watch()) for v in audience]
+    try:
+        await asyncio.to_thread(_runs_start, port, run_ids, moderator_cookie)
+        deadline = time.monotonic() + RUN_SECONDS
+        while True:
+            finals = await asyncio.to_thread(_finals, run_ids)
+            if all(status in TERMINAL for status, _ in finals.values()):
+                break
+            if time.monotonic() > deadline:
+                raise BenchBroke(f"the debates did not end within {RUN_SECONDS} s: {finals}")
+            await asyncio.sleep(0.5)
+        if any(status != "completed" for status, _ in finals.values()):
+            raise BenchBroke(f"the debates ended {finals}")
+        # Give the viewers the consumer's gap poll (up to two of 2 s) and a margin to converge.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(v.status != finals[v.run_id] for v in audience):  # noqa: ASYNC110
+            await asyncio.sleep(0.2)
+    finally:
+        for viewer in audience:
+            await viewer.socket.close()
+        await asyncio.gather(*watching)
     behind = [v for v in audience if v.status != finals[v.run_id]]
     if behind:
-        raise RuntimeError(
-            f"bench fanout: {len(behind)} of {len(audience)} viewers did not converge, e.g. run {behind[0].run_id} "
-            f"shows {behind[0].status}, the database {finals[behind[0].run_id]}"
+        raise BenchBroke(
+            f"{len(behind)} of {len(audience)} viewers did not converge, e.g. run {behind[0].run_id} shows "
+            f"{behind[0].status}, the database {finals[behind[0].run_id]}"
         )
     return audience
 
@@ -186,20 +303,16 @@ def _figures(layer: str, run_ids: list[int], audience: list[Viewer], wall: float
     }
     lags = []
     for viewer in audience:
-        for arrived, frame in viewer.frames:
+        # Not the snapshot a viewer gets on connecting: rendered then from the database, it is behind nothing.
+        for arrived, frame in viewer.frames[1:]:
             for _, seq in STATUS.findall(frame):
                 committed = written.get((viewer.run_id, int(seq)))
                 if committed is not None:
                     lags.append((arrived - committed) * 1000)
     streamed = {
-        (run_id, dom): (finished - started).total_seconds()
-        for run_id, dom, started, finished in (
-            (t.run_id, t.dom_id, t.started_at, t.finished_at)
-            for t in Turn.objects.filter(run_id__in=run_ids).only(
-                "run_id", "key", "started_at", "finished_at"
-            )
-        )
-        if started and finished
+        (t.run_id, t.dom_id): (t.finished_at - t.started_at).total_seconds()
+        for t in Turn.objects.filter(run_id__in=run_ids).only("run_id", "key", "started_at", "finished_at")
+        if t.started_at and t.finished_at
     }
     per_turn: dict[tuple[int, str], int] = defaultdict(int)
     first_viewer: dict[int, Viewer] = {}
@@ -210,12 +323,11 @@ def _figures(layer: str, run_ids: list[int], audience: list[Viewer], wall: float
             for dom in set(LIVE.findall(frame)):
                 per_turn[(run_id, dom)] += 1
     rates = [count / streamed[key] for key, count in per_turn.items() if streamed.get(key, 0) >= 0.5]
-    frames = sum(len(v.frames) for v in audience)
     return {
         "layer": layer,
         "debates": len(run_ids),
         "viewers": len(audience),
-        "frames": frames,
+        "frames": sum(len(v.frames) for v in audience),
         "wall": wall,
         "p50_ms": statistics.median(lags) if lags else float("nan"),
         "p95_ms": _percentile(lags, 0.95),
@@ -230,4 +342,4 @@ def bench_fanout_cleanup() -> None:
     from django.contrib.auth import get_user_model
 
     Run.objects.filter(topic__startswith="[bench-fanout]").delete()
-    get_user_model().objects.filter(username=BENCH_USER).delete()
+    get_user_model().objects.filter(username__in=[BENCH_VIEWER, BENCH_MODERATOR]).delete()

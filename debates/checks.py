@@ -12,13 +12,14 @@ IN_PROCESS_BACKENDS = {
     "django.tasks.backends.immediate.ImmediateBackend",
     "django.tasks.backends.dummy.DummyBackend",
 }
+IN_MEMORY_LAYERS = {"channels.layers.InMemoryChannelLayer", "debates.channel_layers.InMemoryChannelLayer"}
 
 
 @checks.register(checks.Tags.compatibility)
 def check_task_backend_and_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     backend = settings.TASKS["default"]["BACKEND"]
     layer = settings.CHANNEL_LAYERS["default"]["BACKEND"]
-    if backend not in IN_PROCESS_BACKENDS and layer == "channels.layers.InMemoryChannelLayer":
+    if backend not in IN_PROCESS_BACKENDS and layer in IN_MEMORY_LAYERS:
         return [
             checks.Error(
                 f"The task backend {backend} runs debates in other processes, but the in-memory channel layer "

@@ -5,8 +5,10 @@ Human actions are CSRF-protected POSTs, never WebSocket messages."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
@@ -14,7 +16,8 @@ from debates import frames, quotas
 from debates.engine.events import run_group
 from debates.models import Run
 
-# A dropped message that was the last of a burst is noticed by this poll rather than by the next message.
+# A dropped message that was the last of a burst is noticed by this poll (within two of them) rather than by the
+# next message.
 GAP_POLL_SECONDS = 2.0
 # How long an event that arrived ahead of a missing seq waits for it before the gap is replayed from the database.
 REORDER_WAIT_SECONDS = 0.3
@@ -50,6 +53,16 @@ class RunConsumer(AsyncWebsocketConsumer):
             html, self.sent_seq = await database_sync_to_async(frames.snapshot_frame)(self.run_id, user)
             await self.send(text_data=html)
         self.poller = asyncio.create_task(self._poll_for_gaps())
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        if message["type"] in {"run.event", "turn.delta"}:
+            # Channels closes stale database connections before every handler, a hop to the one thread that runs
+            # sync code: with a token delta to every viewer ten times a second, live frames queued there behind
+            # other viewers' database work. These handlers reach the database only through
+            # database_sync_to_async, which closes stale connections itself.
+            await getattr(self, get_handler_name(message))(message)
+            return
+        await super().dispatch(message)
 
     async def disconnect(self, code: int) -> None:
         for task in (getattr(self, "poller", None), getattr(self, "gap_wait", None)):
@@ -108,10 +121,33 @@ class RunConsumer(AsyncWebsocketConsumer):
             self.sent_seq = last
 
     async def _poll_for_gaps(self) -> None:
+        # Only an event the database already held at the previous poll, and that has not arrived since, counts as
+        # lost: one still on its way through a busy layer or a busy process is not replayed (a replay for every
+        # viewer of a run at once is what would make a busy process busier still).
+        committed_before = 0
         while True:
             await asyncio.sleep(GAP_POLL_SECONDS)
-            last_seq = await Run.objects.filter(pk=self.run_id).values_list("last_seq", flat=True).aget()
-            if last_seq > self.sent_seq:
+            if committed_before > self.sent_seq:
                 async with self.lock:
-                    await self._replay()
-                    await self._send_in_order()
+                    if committed_before > self.sent_seq:
+                        await self._replay()
+                        await self._send_in_order()
+            committed_before = await _committed_seq(self.run_id)
+
+
+# The last seq committed per run, as read lately by any consumer of this process: a run's viewers poll together.
+_committed: dict[int, tuple[float, int]] = {}
+COMMITTED_FRESH_SECONDS = 0.5
+
+
+async def _committed_seq(run_id: int) -> int:
+    now = time.monotonic()
+    read = _committed.get(run_id)
+    if read is not None and now - read[0] < COMMITTED_FRESH_SECONDS:
+        return read[1]
+    seq = await Run.objects.filter(pk=run_id).values_list("last_seq", flat=True).aget()
+    if len(_committed) > 1000:  # forget runs nobody polled for a while
+        for stale in [r for r, (at, _) in _committed.items() if now - at > 60]:
+            del _committed[stale]
+    _committed[run_id] = (now, seq)
+    return seq

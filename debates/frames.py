@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.cache import cache, caches
 from django.template.loader import render_to_string
 
 from debates import selectors
 from debates.models import Run, RunEvent
 
 RUN_TEMPLATE = "debates/run_detail.html"
+INTEGRITY_TEMPLATE = "debates/integrity.html"
 TURN_EVENTS = {"turn_started", "turn_restarted", "turn_held", "turn_committed", "turn_failed"}
 
 
@@ -97,7 +99,13 @@ def event_frame(event: RunEvent, *, with_status: bool = True) -> tuple[str, bool
         parts.append(status_frame(run))
     if panels:
         parts.append(_partial("outcome", {"run": run, "oob": True}))
+        parts.append(integrity_frame(run))
     return "".join(parts), panels
+
+
+def integrity_frame(run: Run) -> str:
+    """The integrity panel: its signals appear when the run completes and follow the human's pick."""
+    return render_to_string(INTEGRITY_TEMPLATE, {"run": run, "oob": True})
 
 
 def snapshot_frame(run_id: int, user: Any) -> tuple[str, int]:
@@ -111,6 +119,7 @@ def snapshot_frame(run_id: int, user: Any) -> tuple[str, int]:
         status_frame(run)
         + _partial("transcript", {"cards": cards, "oob": True})
         + _partial("outcome", {"run": run, "oob": True})
+        + integrity_frame(run)
         + "".join(_panel(p) for p in selectors.run_panels(run, per_user=False, kb=kb))
         + panels_frame(run_id, user, run=run, kb=kb)
     )
@@ -118,23 +127,76 @@ def snapshot_frame(run_id: int, user: Any) -> tuple[str, int]:
 
 
 def panels_frame(run_id: int, user: Any, *, run: Run | None = None, kb: dict[str, Any] | None = None) -> str:
-    """The panels rendered for one viewer: the moderator panel and the protocol's per-user panels."""
-    run = run or Run.objects.get(pk=run_id)
+    """The panels rendered for one viewer: the moderator panel and the protocol's per-user panels. Without the
+    moderate permission they hold no control, so every such viewer sees the same: rendered once per state of the
+    run (every change of which is an event, so last_seq names it) for all of them."""
+    if selectors.user_can_moderate(user):
+        return _panels_frame(run or Run.objects.get(pk=run_id), user, kb)
+    if run is None:
+        run = Run.objects.only("pk", "created_at", "last_seq").get(pk=run_id)
+    key = f"viewer-panels:{run.pk}:{run.created_at.timestamp()}:{run.last_seq}"
+    html = caches["fragments"].get(key)
+    if html is None:
+        if run.get_deferred_fields():
+            run.refresh_from_db()
+        html = _panels_frame(run, user, kb)
+        caches["fragments"].set(key, html, EVENT_FRAME_SECONDS)
+    return html
+
+
+def _panels_frame(run: Run, user: Any, kb: dict[str, Any] | None) -> str:
     return _partial("moderator", {**selectors.moderator_context(run, user, kb=kb), "oob": True}) + "".join(
         _panel(p) for p in selectors.run_panels(run, user, per_user=True, kb=kb)
     )
 
 
+# A published event's frame is kept this long for viewers who missed the message (replay_frames). In the default
+# cache: per process by default, shared by all processes with Redis (a worker publishes, web processes replay).
+# What every viewer of a process asks for at once (viewers' panels, the status) is kept in the process ("fragments").
+EVENT_FRAME_SECONDS = 300
+# The status as of a seq, shared by the viewers replaying up to it at about the same moment; it shows current
+# state, so it is kept only briefly.
+STATUS_FRAME_SECONDS = 5
+
+
 def replay_frames(run_id: int, after_seq: int, user: Any) -> tuple[str, int]:
-    """Frames of the events after `after_seq`, from the database, for a viewer who missed a message."""
-    events = list(RunEvent.objects.filter(run_id=run_id, seq__gt=after_seq).order_by("seq"))
+    """Frames of the events after `after_seq`, for a viewer who missed a message: each event's frame as it was
+    published (kept by event_frame_keep), rendered from the database only when no longer kept, then the status as
+    of the last one. A dropped message is usually dropped for every viewer of the run, who then replay the same
+    events: they share those renders instead of each repeating them."""
+    events = list(
+        RunEvent.objects.filter(run_id=run_id, seq__gt=after_seq)
+        .order_by("seq")
+        .values_list("pk", "seq", "created_at")
+    )
     if not events:
         return "", after_seq
+    keys = [_event_frame_key(run_id, seq, created_at) for _, seq, created_at in events]
+    kept = cache.get_many(keys)
+    missing = [pk for (pk, _, _), key in zip(events, keys, strict=True) if key not in kept]
+    rendered = {e.pk: event_frame(e, with_status=False) for e in RunEvent.objects.filter(pk__in=missing)}
     parts, panels = [], False
-    for event in events:
-        html, event_panels = event_frame(event, with_status=event is events[-1])
+    for (pk, _, _), key in zip(events, keys, strict=True):
+        html, event_panels = kept.get(key) or rendered[pk]
         parts.append(html)
         panels = panels or event_panels
+    status_key = "status-" + keys[-1]
+    status = caches["fragments"].get(status_key)
+    if status is None:
+        status = status_frame(Run.objects.get(pk=run_id))
+        caches["fragments"].set(status_key, status, STATUS_FRAME_SECONDS)
+    parts.append(status)
     if panels:
         parts.append(panels_frame(run_id, user))
-    return "".join(parts), events[-1].seq
+    return "".join(parts), events[-1][1]
+
+
+def _event_frame_key(run_id: int, seq: int, created_at: Any) -> str:
+    # The event's time as well: a test database that rolls back hands out the same run ids and seqs again.
+    return f"event-frame:{run_id}:{seq}:{created_at.timestamp()}"
+
+
+def event_frame_keep(event: RunEvent, html: str, panels: bool) -> None:
+    cache.set(
+        _event_frame_key(event.run_id, event.seq, event.created_at), (html, panels), EVENT_FRAME_SECONDS
+    )

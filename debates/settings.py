@@ -131,22 +131,33 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 # Messages a consumer's channel holds before the layer drops new ones (default 100): a page busy for a moment must
 # not lose a burst of token deltas and events, and so fall back to replaying from the database.
 CHANNEL_CAPACITY = 1000
-if REDIS_URL:
+# With Redis: channels-redis's list-based layer (default), or DISPUTA_CHANNEL_LAYER=redis-pubsub for its pub/sub
+# layer (no per-channel queue, so no capacity; messages to a busy or absent consumer are simply lost).
+CHANNEL_LAYER = os.environ.get("DISPUTA_CHANNEL_LAYER", "redis" if REDIS_URL else "inmemory")
+if CHANNEL_LAYER not in {"inmemory", "redis", "redis-pubsub"}:
+    raise RuntimeError(f"DISPUTA_CHANNEL_LAYER={CHANNEL_LAYER!r}: use inmemory, redis or redis-pubsub")
+if CHANNEL_LAYER != "inmemory" and not REDIS_URL:
+    raise RuntimeError(f"DISPUTA_CHANNEL_LAYER={CHANNEL_LAYER} needs REDIS_URL")
+# Processes that share one Redis but not one database (parallel test workers) need their own prefix.
+CHANNEL_PREFIX = os.environ.get("DISPUTA_CHANNEL_PREFIX", "asgi")
+if CHANNEL_LAYER == "redis-pubsub":
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": CHANNEL_PREFIX},
+        }
+    }
+elif CHANNEL_LAYER == "redis":
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # Processes that share one Redis but not one database (parallel test workers) need their own prefix.
-            "CONFIG": {
-                "hosts": [REDIS_URL],
-                "prefix": os.environ.get("DISPUTA_CHANNEL_PREFIX", "asgi"),
-                "capacity": CHANNEL_CAPACITY,
-            },
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": CHANNEL_PREFIX, "capacity": CHANNEL_CAPACITY},
         }
     }
 else:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            "BACKEND": "debates.channel_layers.InMemoryChannelLayer",
             "CONFIG": {"capacity": CHANNEL_CAPACITY},
         }
     }
@@ -176,14 +187,14 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 
-# "fragments": rendered HTML of finished turn cards (keyed by turn identity and the page's seq, so never stale);
-# per process, bounded.
+# "fragments": rendered HTML of finished turn cards (keyed by turn identity and the page's seq, so never stale), and
+# what every websocket viewer of a run asks for at once (debates.frames); per process, bounded.
 CACHES = {
     # Shared by all processes when there is a Redis (the websocket connect limits count there).
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
-        "KEY_PREFIX": os.environ.get("DISPUTA_CHANNEL_PREFIX", ""),
+        "KEY_PREFIX": CHANNEL_PREFIX,
     }
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},

@@ -54,11 +54,13 @@ def pytest_configure(config: pytest.Config) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker and os.environ.get("REDIS_URL"):
         # Parallel workers have their own databases, hence the same run ids: on one Redis, their runs' groups
-        # would be the same. This process and the servers and workers it starts get a prefix of their own.
+        # (and their cached frames) would be the same. This process and the servers and workers it starts get a
+        # prefix of their own.
         from django.conf import settings
 
         os.environ["DISPUTA_CHANNEL_PREFIX"] = f"asgi-{worker}"
         settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = os.environ["DISPUTA_CHANNEL_PREFIX"]
+        settings.CACHES["default"]["KEY_PREFIX"] = os.environ["DISPUTA_CHANNEL_PREFIX"]
 
 
 def _postgres_flush_by_delete() -> None:

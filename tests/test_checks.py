@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from debates.checks import check_task_backend_and_channel_layer
 
 
-def test_an_out_of_process_backend_needs_a_shared_channel_layer(settings):
+@pytest.mark.parametrize(
+    "layer", ["channels.layers.InMemoryChannelLayer", "debates.channel_layers.InMemoryChannelLayer"]
+)
+def test_an_out_of_process_backend_needs_a_shared_channel_layer(settings, layer):
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": layer}}
     (error,) = check_task_backend_and_channel_layer()
     assert error.id == "debates.E001"
 

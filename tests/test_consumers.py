@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import InMemoryChannelLayer, get_channel_layer
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
 from django.test import Client
 
 from debates.asgi import application
+from debates.channel_layers import InMemoryChannelLayer
 from debates.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
 from debates.engine.runner import run_execute
 from debates.models import HumanAction, Run, RunEvent, Turn
@@ -62,7 +63,7 @@ class DroppingChannelLayer(InMemoryChannelLayer):
 @pytest.fixture(autouse=True)
 def _fresh_channel_layer(settings: Any) -> None:
     """Every test gets its own in-memory layer (the override resets channels' cached backends)."""
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "debates.channel_layers.InMemoryChannelLayer"}}
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
@@ -327,7 +328,8 @@ async def test_every_viewer_converges_when_the_layer_drops_every_other_event(mak
 
 
 async def test_a_lost_final_message_is_noticed_by_the_gap_poll(make_run, moderator, settings):
-    """The last event of a burst has no successor to reveal the gap: the 2 s poll replays it."""
+    """The last event of a burst has no successor to reveal the gap: the 2 s poll replays it once a poll has seen
+    it committed and it still has not arrived by the next one."""
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": f"{__name__}.DroppingChannelLayer"}}
     layer = get_channel_layer()
     run = await sync_to_async(make_run)()
@@ -336,7 +338,7 @@ async def test_a_lost_final_message_is_noticed_by_the_gap_poll(make_run, moderat
         layer.drop_all = True
         await sync_to_async(_pause)(run.pk, moderator)
         assert layer.dropped  # the pause's event never reached the consumer
-        frames = await frames_until_status(comm, "queued", within=5)
+        frames = await frames_until_status(comm, "queued", within=7)
     finally:
         await comm.disconnect()
     assert "pause requested" in "".join(frames)

@@ -11,9 +11,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from debates import services
+from debates import frames, services
 from debates.integrity import agreement_stats, run_signals, runs_signals
-from debates.models import Run, Seat, Turn
+from debates.models import Run, RunEvent, Seat, Turn
 from kb.demo import demo_kbs_load
 from tests.conftest import run_to_stop
 from tests.test_comparative_page import comparison
@@ -315,3 +315,28 @@ class RunPageTests:
         run = make_run()
         html = viewer_client.get(f"/runs/{run.pk}/").content.decode()
         assert 'id="integrity-pending"' in html and 'data-applicable="false"' in html
+
+
+@pytest.mark.django_db(transaction=True)
+class LiveTests:
+    def test_the_panel_fills_in_live_when_the_run_completes(self, make_run):
+        """A viewer who watched the run to its end sees the signals without reloading: the frame of the final
+        status event replaces the pending panel (and a page that connects later gets it in its snapshot)."""
+        run = make_run()
+        assert run_to_stop(run) == "done"
+        completed = RunEvent.objects.filter(run=run, kind="run_status", payload__status="completed").get()
+        html, _ = frames.event_frame(completed)
+        start = html.index('<section id="integrity"')
+        panel = html[start : html.index("</section>", start)]
+        assert 'hx-swap-oob="outerHTML"' in panel and 'data-applicable="true"' in panel
+        assert 'data-integrity-seat="analyst-ada"' in panel
+        snapshot, _ = frames.snapshot_frame(run.pk, None)
+        assert snapshot.count('<section id="integrity"') == 1
+
+    def test_turn_frames_leave_the_panel_alone(self, make_run):
+        run = make_run()
+        assert run_to_stop(run) == "done"
+        committed = RunEvent.objects.filter(run=run, kind="turn_committed").first()
+        assert committed is not None
+        html, _ = frames.event_frame(committed)
+        assert 'id="integrity"' not in html

@@ -30,10 +30,11 @@ def event_append(*, run_id: int, kind: str, payload: dict[str, Any] | None = Non
 
 def event_message(*, run_id: int, seq: int, with_status: bool = True) -> dict[str, Any]:
     """The channel-layer message announcing event `seq`, with its frame rendered once for every viewer."""
-    from debates.frames import event_frame
+    from debates.frames import event_frame, event_frame_keep
 
     event = RunEvent.objects.get(run_id=run_id, seq=seq)
     html, panels = event_frame(event, with_status=with_status)
+    event_frame_keep(event, html, panels)
     return {"type": "run.event", "seq": seq, "html": html, "panels": panels}
 
 

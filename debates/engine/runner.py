@@ -542,7 +542,8 @@ class Runner:
             while not self._outbox.empty():
                 batch.append(self._outbox.get_nowait())
             done = None in batch
-            seqs = [seq for seq in batch if seq is not None]
+            # Parallel turns commit in one order and may reach the outbox in another: viewers want seq order.
+            seqs = sorted(seq for seq in batch if seq is not None)
             for index, seq in enumerate(seqs):
                 try:
                     await aevent_publish(run_id=self.run_id, seq=seq, with_status=index == len(seqs) - 1)

@@ -13,11 +13,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from django.conf import settings
 from django.utils import timezone
 
+from debates import dburl
 from debates.models import Run, RunEvent, Turn
 from tests.conftest import EXPECTED_KEYS
 
@@ -30,20 +30,7 @@ INTERRUPTED = "an earlier attempt was interrupted"
 
 def database_url() -> str:
     """The URL of the database this test runs against, for the subprocesses' DATABASE_URL."""
-    db = settings.DATABASES["default"]
-    if db["ENGINE"] == "django.db.backends.sqlite3":
-        name = str(db["NAME"])
-        assert name and ":memory:" not in name and "mode=memory" not in name, (
-            "the crash tests need a file database"
-        )
-        return f"sqlite:///{Path(name).resolve()}"
-    if db["ENGINE"] == "django.db.backends.postgresql":
-        auth = quote(db["USER"] or "")
-        if db["PASSWORD"]:
-            auth += ":" + quote(db["PASSWORD"])
-        host = f"{auth}@{db['HOST'] or 'localhost'}" if auth else db["HOST"] or "localhost"
-        return f"postgres://{host}:{db['PORT'] or 5432}/{db['NAME']}"
-    raise AssertionError(f"unsupported database engine {db['ENGINE']}")
+    return dburl.database_url(settings.DATABASES["default"])
 
 
 def subprocess_env(*, crash_at: str = "") -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""`manage.py bench fanout` at a tiny scale (2 debates, 3 viewers each): the lines it prints per channel layer
+"""`manage.py bench fanout` at a tiny scale (2 debates, 3 viewers each, real websockets to a Daphne server process
+started per layer against the test database): the lines it prints per channel layer
 (frame lag p50/p95 against 250 ms, live frames per turn per second against 20, PASS / FAIL), the ratios between
 layers, that every viewer converged (the bench fails otherwise) and that it cleans up. Not a timing assertion."""
 
@@ -51,7 +52,8 @@ def test_bench_fanout_prints_each_layer_against_the_targets_and_cleans_up(redis_
     )
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(
-        "bench fanout: 2 simulated debates at once (1500 characters/s), 3 websocket viewers"
+        "bench fanout: 2 simulated debates at once (1500 characters/s), 3 websocket viewers each, in this process, of a "
+        "Daphne server process per layer"
     )
     measured = [LINE.match(line) for line in lines[1:4]]
     assert all(measured), out.getvalue()

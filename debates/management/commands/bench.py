@@ -588,7 +588,7 @@ class Command(BaseCommand):
         with _database(database, "bench fanout", cleanup=bench_fanout.bench_fanout_cleanup) as where:
             self.stdout.write(
                 f"bench fanout: {debates} simulated debates at once ({cps:.0f} characters/s), {viewers} websocket "
-                f"viewers each, viewers and server in this one process; {where}"
+                f"viewers each, in this process, of a Daphne server process per layer; {where}"
             )
             results = []
             for layer in layers:
@@ -597,7 +597,7 @@ class Command(BaseCommand):
                         layer=layer, redis_url=redis_url, debates=debates, viewers=viewers, cps=cps
                     )
                 except Exception as error:  # an overloaded layer can fail outright: that is a result too
-                    self.stdout.write(f"  {layer}: FAIL, the bench broke off: {error!r}")
+                    self.stdout.write(f"  {layer}: FAIL, the bench broke off: {error}")
                     bench_fanout.bench_fanout_cleanup()
                     continue
                 results.append(result)
