@@ -360,6 +360,7 @@ def compare_context(a: Run, b: Run) -> dict[str, Any]:
             {
                 "side": side,
                 "dom_id": f"compare-{side}",
+                "id_prefix": f"{side}-",  # the outcome partial's ids, unique on the page
                 "run": run,
                 "summary": outcome_summary(run),
                 "status_label": selectors.STATUS_LABELS.get(RunStatus(run.status), run.status),

@@ -107,6 +107,26 @@ def test_comparative_runs_show_their_scorecard_totals_and_both_picks(moderator_c
     assert 'class="compare-human-pick">—<' in element(html, "compare-a", "</section>")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_both_outcomes_keep_every_id_on_the_page_unique_and_their_links_working(moderator_client):
+    """The same outcome partial twice: each side's ids are prefixed, its links to its own elements follow them,
+    and its links to elements of the run page (its turns) lead there."""
+    from tests.protocols.test_comparative_simulated import debate
+
+    a, b = debate(seed=3), debate(seed=4)
+    html = compare(moderator_client, f"?a={a.pk}&b={b.pk}")
+    ids = re.findall(r'(?<![\w-])id="([^"]+)"', html)
+    assert [i for i in ids if ids.count(i) > 1] == []
+    for side, run in (("a", a), ("b", b)):
+        end = 'id="compare-b"' if side == "a" else 'id="compare-config-diff"'
+        column = html[html.index(f'id="compare-{side}"') : html.index(end)]
+        assert f'id="{side}-scorecard-chart"' in column and 'id="scorecard-chart"' not in column
+        for target in re.findall(r'href="#([^"]+)"', column):
+            assert f'id="{target}"' in column, target
+        for target in re.findall(rf'href="/runs/{run.pk}/#([^"]+)"', column):
+            assert target.startswith("turn-"), target
+
+
 # --- per-seat signals ----------------------------------------------------------------------------------------------
 
 

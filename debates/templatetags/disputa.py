@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import template
-from django.utils.safestring import SafeString
+from django.template.base import FilterExpression, Parser, Token
+from django.utils.safestring import SafeString, mark_safe
 
 from debates.rendering import render_markdown, render_markdown_inline
 
@@ -51,3 +53,37 @@ def tojson(value: Any) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_ID = re.compile(r'(?<![\w-])id="([^"]+)"')
+_LABEL_FOR = re.compile(r'(?<![\w-])for="([^"]+)"')
+_ANCHOR = re.compile(r'(?<![\w-])href="#([^"]+)"')
+
+
+class ScopedIdsNode(template.Node):
+    def __init__(self, nodelist: template.NodeList, prefix: FilterExpression, page: FilterExpression) -> None:
+        self.nodelist, self.prefix, self.page = nodelist, prefix, page
+
+    def render(self, context: template.Context) -> SafeString:
+        html = self.nodelist.render(context)  # rendered (escaped, sanitised) markup, not untrusted text
+        prefix, page = str(self.prefix.resolve(context)), str(self.page.resolve(context))
+        ids = set(_ID.findall(html))
+        html = _ID.sub(lambda m: f'id="{prefix}{m[1]}"', html)
+        html = _LABEL_FOR.sub(lambda m: f'for="{prefix}{m[1]}"' if m[1] in ids else m[0], html)
+        html = _ANCHOR.sub(
+            lambda m: f'href="#{prefix}{m[1]}"' if m[1] in ids else f'href="{page}#{m[1]}"', html
+        )
+        return mark_safe(html)
+
+
+@register.tag
+def scoped_ids(parser: Parser, token: Token) -> ScopedIdsNode:
+    """`{% scoped_ids PREFIX PAGE %}…{% endscoped_ids %}`: a partial shown twice on one page (the compare page's
+    two outcomes) keeps its ids unique: each id gets PREFIX, links and labels inside follow it, and a link to an
+    element that is not inside (a turn of that run) goes to PAGE, where it is."""
+    bits = token.split_contents()
+    if len(bits) != 3:
+        raise template.TemplateSyntaxError("scoped_ids takes a prefix and the page the partial comes from")
+    nodelist = parser.parse(("endscoped_ids",))
+    parser.delete_first_token()
+    return ScopedIdsNode(nodelist, parser.compile_filter(bits[1]), parser.compile_filter(bits[2]))
