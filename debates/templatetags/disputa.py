@@ -65,7 +65,7 @@ class ScopedIdsNode(template.Node):
         self.nodelist, self.prefix, self.page = nodelist, prefix, page
 
     def render(self, context: template.Context) -> SafeString:
-        html = self.nodelist.render(context)  # rendered (escaped, sanitised) markup, not untrusted text
+        html = str(self.nodelist.render(context))  # rendered (escaped, sanitised) markup, not untrusted text
         prefix, page = str(self.prefix.resolve(context)), str(self.page.resolve(context))
         ids = set(_ID.findall(html))
         html = _ID.sub(lambda m: f'id="{prefix}{m[1]}"', html)
