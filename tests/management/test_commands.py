@@ -144,7 +144,7 @@ def test_resume_runs_finishes_a_run_whose_runner_died(make_run):
 
 @pytest.mark.django_db(transaction=True)
 def test_bench_cache_prints_the_read_share_and_the_round_one_writes():
-    out, _ = run_command("bench", "cache")
+    out, _ = run_command("bench", "cache", "--database", "configured")
     share = re.search(r"cache reads from round 2 on: ([\d.]+)% of prompt tokens", out)
     writes = re.search(r"cache writes in round 1: (\d+) of (\d+) requests", out)
     assert share and writes, out
@@ -155,7 +155,9 @@ def test_bench_cache_prints_the_read_share_and_the_round_one_writes():
 
 @pytest.mark.django_db(transaction=True)
 def test_bench_overhead_prints_both_ratios():
-    out, _ = run_command("bench", "overhead", "--runs", "1", "--ttft", "0.05", "--cps", "20000")
+    out, _ = run_command(
+        "bench", "overhead", "--runs", "1", "--ttft", "0.05", "--cps", "20000", "--database", "configured"
+    )
     assert "wall / critical path:" in out and "parallel stage span / slowest turn:" in out
     assert not Run.objects.exists()  # bench runs clean up after themselves
 

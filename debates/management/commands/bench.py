@@ -480,7 +480,8 @@ class Command(BaseCommand):
             "--database",
             choices=["throwaway", "configured"],
             default="throwaway",
-            help="pages, fanout: a throwaway SQLite file (default), or the configured database (rows deleted after).",
+            help="A throwaway SQLite file (default), or the configured database (what the bench wrote is deleted "
+            "after).",
         )
         parser.add_argument("--ttft", type=float, default=0.3, help="Fake model's time to first token (s).")
         parser.add_argument("--cps", type=float, default=1500, help="Fake model's characters per second.")
@@ -490,7 +491,8 @@ class Command(BaseCommand):
         self, *args: Any, which: str, runs: int | None, ttft: float, cps: float, analysts: int, **opts: Any
     ) -> None:
         if which == "cache":
-            return self._cache(analysts=analysts)
+            with _database(opts["database"], "bench cache", cleanup=lambda: None):
+                return self._cache(analysts=analysts)
         if which == "fanout":
             layers = [name.strip() for name in opts["layers"].split(",") if name.strip()]
             unknown = [name for name in layers if name not in ("inmemory", "redis", "redis-pubsub")]
@@ -513,9 +515,10 @@ class Command(BaseCommand):
                 database=opts["database"],
             )
         runs = 3 if runs is None else runs
-        results = [
-            measure_overhead(ttft=ttft, cps=cps, analysts=analysts, seed=1000 + i) for i in range(runs)
-        ]
+        with _database(opts["database"], "bench overhead", cleanup=lambda: None):
+            results = [
+                measure_overhead(ttft=ttft, cps=cps, analysts=analysts, seed=1000 + i) for i in range(runs)
+            ]
         self.stdout.write(
             f"bench overhead: {runs} cross-examinations, {analysts} analysts, fake model ttft={ttft}s cps={cps}"
         )
