@@ -481,11 +481,12 @@ def human_turn_submit(
 
 
 def runs_resumable(*, now: datetime | None = None) -> tuple[list[int], datetime | None]:
-    """Runs that should be running but have no live runner, and when the next still-leased one expires."""
+    """Runs that should be running but have no live runner, and when the next still-leased one expires. A paused
+    run counts once it was resumed (or given a step): the resume's wake-up may have died with a worker."""
     now = now or timezone.now()
-    candidates = Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).filter(
-        Q(pause_requested=False) | Q(step_credits__gt=0)
-    )
+    candidates = Run.objects.filter(
+        status__in=[RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED]
+    ).filter(Q(pause_requested=False) | Q(step_credits__gt=0))
     ready = list(
         candidates.filter(
             Q(lease_owner="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)

@@ -131,9 +131,12 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 # Messages a consumer's channel holds before the layer drops new ones (default 100): a page busy for a moment must
 # not lose a burst of token deltas and events, and so fall back to replaying from the database.
 CHANNEL_CAPACITY = 1000
-# With Redis: channels-redis's list-based layer (default), or DISPUTA_CHANNEL_LAYER=redis-pubsub for its pub/sub
-# layer (no per-channel queue, so no capacity; messages to a busy or absent consumer are simply lost).
-CHANNEL_LAYER = os.environ.get("DISPUTA_CHANNEL_LAYER", "redis" if REDIS_URL else "inmemory")
+# With Redis: channels-redis's pub/sub layer by default (one PUBLISH per group message, fanned out in each process;
+# `bench fanout` measured it an order of magnitude ahead of the list-based layer, which pops every viewer's
+# messages one round trip at a time). Upstream marks it beta and it loses messages while its connection is down:
+# viewers replay those from the database, as they do any lost message. DISPUTA_CHANNEL_LAYER=redis chooses the
+# list-based layer.
+CHANNEL_LAYER = os.environ.get("DISPUTA_CHANNEL_LAYER", "redis-pubsub" if REDIS_URL else "inmemory")
 if CHANNEL_LAYER not in {"inmemory", "redis", "redis-pubsub"}:
     raise RuntimeError(f"DISPUTA_CHANNEL_LAYER={CHANNEL_LAYER!r}: use inmemory, redis or redis-pubsub")
 if CHANNEL_LAYER != "inmemory" and not REDIS_URL:

@@ -137,6 +137,18 @@ class ResumeTests:
         assert sorted(ready) == sorted([dead.pk, fresh.pk])
         assert next_expiry == now + timedelta(seconds=30)
 
+    def test_a_resumed_run_still_paused_is_found_but_not_one_paused_or_stopped_by_its_budget(self, make_run):
+        """A resume wakes the runner with a task; a worker killed holding that task must not leave the run paused
+        for good. A moderator's pause and a budget stop (pause requested) stay paused."""
+        from debates.models import Run
+
+        resumed, stepped, paused = make_run(), make_run(), make_run()
+        Run.objects.filter(pk=resumed.pk).update(status="paused", pause_requested=False)
+        Run.objects.filter(pk=stepped.pk).update(status="paused", pause_requested=True, step_credits=1)
+        Run.objects.filter(pk=paused.pk).update(status="paused", pause_requested=True, budget_stopped=True)
+        ready, _ = services.runs_resumable()
+        assert resumed.pk in ready and stepped.pk in ready and paused.pk not in ready
+
 
 @pytest.mark.django_db(transaction=True)
 class CostGateTests:

@@ -119,6 +119,10 @@ def test_a_started_run_streams_turns_live_and_completes(
     assert sorted(rows) == HANDLES
     assert all(cells[1] == "3" for cells in rows.values()), rows
     expect(page.locator("#run-status-label")).to_have_text("Completed")
+    # The integrity signals fill in as the run completes, without a reload.
+    integrity = page.locator("#integrity")
+    expect(integrity).to_have_attribute("data-applicable", "true", timeout=SEE)
+    expect(integrity.locator("tr[data-integrity-seat]")).to_have_count(len(HANDLES))
     shot = screenshot("run-completed")
     assert shot.stat().st_size > 0
 
