@@ -76,7 +76,9 @@ class Server:
 
     def __init__(self, layer: str, redis_url: str) -> None:
         self.port = _free_port()
-        self.log = Path(tempfile.mkstemp(prefix=f"disputa-bench-fanout-{layer}-", suffix=".log")[1])
+        handle, name = tempfile.mkstemp(prefix=f"disputa-bench-fanout-{layer}-", suffix=".log")
+        os.close(handle)
+        self.log = Path(name)
         env = {
             **os.environ,
             "DATABASE_URL": dburl.database_url(connection.settings_dict),
@@ -117,8 +119,9 @@ class Server:
         deadline = time.monotonic() + SERVER_START_SECONDS
         while "listening on" not in self.log.read_text(errors="replace"):
             if self.popen.poll() is not None or time.monotonic() > deadline:
+                output = self.output()
                 self.__exit__()
-                raise BenchBroke(f"the server did not start:\n{self.output()}")
+                raise BenchBroke(f"the server did not start:\n{output}")
             time.sleep(0.1)
         return self
 
@@ -130,6 +133,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.popen.kill()
                 self.popen.wait()
+        self.log.unlink(missing_ok=True)  # what went wrong was read into the error before
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")[-4000:]
