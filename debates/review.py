@@ -134,6 +134,8 @@ def reader_context(run: Run, *, thread: str = "") -> dict[str, Any]:
     entries it raised or answered and the revisions it triggered; the ledger (each entry with its thread of turns)
     and the revisions beside them. `thread`: a ledger entry id whose turns are highlighted."""
     kb = selectors.run_protocol_context(run)
+    if kb:  # the approvals panel a turn's proposal links to is on the run page
+        kb = {**kb, "approvals_page": reverse("run-detail", args=[run.pk])}
     cards = [c for c in selectors.run_turn_cards(run, kb=kb) if c["status"] != TurnStatus.STREAMING]
     kb_slug = kb["slug"] if kb else (run.kb.slug if run.kb_id and run.kb else "")
     numbers: dict[str, int] = kb["by_key"] if kb else {}

@@ -230,6 +230,16 @@ def test_a_revision_links_to_the_turn_that_triggered_it_and_back(moderator_clien
     assert "data-revision" not in element(html, T3, "</article>")
 
 
+def test_a_proposals_approvals_link_leads_to_the_run_pages_panel(moderator_client, debated):
+    html = read(moderator_client, debated)
+    links = re.findall(r'href="([^"]*#approval-\d+)" class="muted">approvals</a>', html)
+    assert links and all(link.startswith(f"/runs/{debated.pk}/#approval-") for link in links)
+    run_page = moderator_client.get(f"/runs/{debated.pk}/").content.decode()
+    for link in links:
+        assert f'id="{link.split("#")[1]}"' in run_page
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_run_without_revisions_says_so_and_a_run_without_a_kb_has_no_ledger(
     make_run, moderator_client, debated
 ):
