@@ -22,7 +22,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from tests.e2e.conftest import PASSWORD, login
 from tests.e2e.test_run_journeys import HANDLES, RUN, SEE, TURN, start_run, turns
-from tests.engine.crash_helpers import Proc, kill_all
+from tests.engine.crash_helpers import Proc, free_port, kill_all, lease_owner_pid, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -35,21 +35,6 @@ def port_open(host: str, port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(1)
         return s.connect_ex((host, port)) == 0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}", pytrace=False)
 
 
 class Scaled:
@@ -174,4 +159,4 @@ def lease_pid(scaled: Scaled, run_id: int) -> int | None:
         "SELECT lease_owner FROM debates_run WHERE id = %s AND lease_expires_at > now() AND lease_owner <> ''",
         run_id,
     )
-    return int(rows[0][0].split(":")[-2]) if rows else None
+    return lease_owner_pid(rows[0][0]) if rows else None

@@ -6,14 +6,17 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from django.conf import settings
 from django.utils import timezone
 
@@ -50,6 +53,22 @@ def subprocess_env(*, crash_at: str = "") -> dict[str, str]:
     if crash_at:
         env["DISPUTA_CRASH_AT"] = crash_at
     return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    """condition()'s first truthy value within `timeout` seconds, or the test fails saying what it waited for."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}", pytrace=False)
 
 
 def _die_with_parent() -> None:

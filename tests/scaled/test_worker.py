@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import signal
-import socket
 import time
 import urllib.request
 from pathlib import Path
@@ -16,22 +15,12 @@ import pytest
 from django.utils import timezone
 
 from debates.models import Run
-from tests.engine.crash_helpers import Proc, kill_all, lease_owner_pid
+from tests.engine.crash_helpers import Proc, free_port, kill_all, lease_owner_pid, wait_for
 from tests.scaled.conftest import DATABASE_TASKS, scaled_env
 
 pytestmark = [pytest.mark.scaled, pytest.mark.timeout(180)]
 
 LEASE_SECONDS = 3
-
-
-def wait_for(condition: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}")
 
 
 def live_lease_pid(run: Run) -> int | None:
@@ -76,12 +65,6 @@ def test_a_worker_refuses_to_start_without_the_database_task_queue(tmp_path: Pat
     proc = Proc("worker", [], tmp_path / "worker.log", env=env).start()
     assert proc.wait(timeout=60) != 0
     assert "set DISPUTA_TASKS_BACKEND=database" in proc.output()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_serve_scaled_runs_daphne_and_workers_which_finish_a_queued_debate(
