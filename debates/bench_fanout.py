@@ -72,13 +72,17 @@ def _free_port() -> int:
 
 
 class Server:
-    """`manage.py serve` on a free port in a process of its own, against this process's database."""
+    """The processes serving one layer, against this process's database. In-memory: `manage.py serve`, the
+    one-laptop server, which runs the debates on its own loop (an in-memory layer reaches no other process). Redis
+    layers: the scaled setup, `manage.py serve` (pages and websockets, the database task queue) and one
+    `manage.py worker` running every debate at once (`--concurrency`), the events reaching Daphne through Redis."""
 
-    def __init__(self, layer: str, redis_url: str) -> None:
+    def __init__(self, layer: str, redis_url: str, debates: int) -> None:
         self.port = _free_port()
-        handle, name = tempfile.mkstemp(prefix=f"disputa-bench-fanout-{layer}-", suffix=".log")
-        os.close(handle)
-        self.log = Path(name)
+        self.scaled = layer != "inmemory"
+        self.debates = debates
+        self.logs: dict[str, Path] = {}
+        self.popens: dict[str, subprocess.Popen[bytes]] = {}
         env = {
             **os.environ,
             "DATABASE_URL": dburl.database_url(connection.settings_dict),
@@ -86,7 +90,7 @@ class Server:
             # As deployed: no debug (which records every query), the same key (it signs this process's sessions).
             "DJANGO_DEBUG": "false",
             "DJANGO_SECRET_KEY": settings.SECRET_KEY,
-            "DISPUTA_TASKS_BACKEND": "inprocess",
+            "DISPUTA_TASKS_BACKEND": "database" if self.scaled else "inprocess",
             "DISPUTA_RESUME_ON_START": "false",  # the debates start when this process says so
             "DISPUTA_MAX_WS_CONNECTS_PER_MINUTE": "0",
             "DISPUTA_MAX_ACTIVE_RUNS_PER_USER": "0",
@@ -95,7 +99,7 @@ class Server:
             "PYTHONUNBUFFERED": "1",
         }
         env.pop("REDIS_URL", None)
-        if layer != "inmemory":
+        if self.scaled:
             env.update(
                 REDIS_URL=redis_url,
                 DISPUTA_CHANNEL_LAYER=layer,
@@ -105,11 +109,16 @@ class Server:
             env.pop("DISPUTA_CHANNEL_LAYER", None)
         self.env = env
 
-    def __enter__(self) -> Server:
-        manage = Path(settings.BASE_DIR) / "manage.py"
-        with self.log.open("wb") as out:
-            self.popen = subprocess.Popen(
-                [sys.executable, str(manage), "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+    def _manage(self, name: str, *args: str) -> list[str]:
+        return [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), name, *args]
+
+    def _start(self, name: str, command: list[str], ready: str) -> None:
+        handle, path = tempfile.mkstemp(prefix=f"disputa-bench-fanout-{name}-", suffix=".log")
+        os.close(handle)
+        log = self.logs[name] = Path(path)
+        with log.open("wb") as out:
+            popen = self.popens[name] = subprocess.Popen(
+                command,
                 cwd=settings.BASE_DIR,
                 env=self.env,
                 stdout=out,
@@ -117,26 +126,58 @@ class Server:
                 stdin=subprocess.DEVNULL,
             )
         deadline = time.monotonic() + SERVER_START_SECONDS
-        while "listening on" not in self.log.read_text(errors="replace"):
-            if self.popen.poll() is not None or time.monotonic() > deadline:
+        while ready not in log.read_text(errors="replace"):
+            if popen.poll() is not None or time.monotonic() > deadline:
                 output = self.output()
                 self.__exit__()
-                raise BenchBroke(f"the server did not start:\n{output}")
+                raise BenchBroke(f"the {name} did not start:\n{output}")
             time.sleep(0.1)
+
+    def __enter__(self) -> Server:
+        if self.scaled:
+            # The database task queue's tables (this process may run with another task backend).
+            migrate = subprocess.run(
+                self._manage("migrate", "--verbosity", "0"),
+                cwd=settings.BASE_DIR,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=SERVER_START_SECONDS,
+            )
+            if migrate.returncode:
+                raise BenchBroke(f"migrating the task queue failed:\n{migrate.stdout}{migrate.stderr}")
+        self._start(
+            "server", self._manage("serve", "--host", "127.0.0.1", "--port", str(self.port)), "listening on"
+        )
         return self
 
+    def start_runners(self) -> None:
+        """The worker, once every viewer is watching: it would take the queued runs over as soon as it started."""
+        if self.scaled:
+            concurrency = str(max(1, self.debates))
+            self._start(
+                "worker", self._manage("worker", "--concurrency", concurrency, "--interval", "0.1"), "ready"
+            )
+
     def __exit__(self, *exc: object) -> None:
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
+        for popen in self.popens.values():
+            if popen.poll() is None:
+                popen.send_signal(signal.SIGTERM)
+        for popen in self.popens.values():
             try:
-                self.popen.wait(timeout=10)
+                popen.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-        self.log.unlink(missing_ok=True)  # what went wrong was read into the error before
+                popen.kill()
+                popen.wait()
+        for log in self.logs.values():
+            log.unlink(missing_ok=True)  # what went wrong was read into the error before
 
     def output(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
+        return "\n".join(
+            f"[{name}]\n{log.read_text(errors='replace')[-4000:]}"
+            for name, log in self.logs.items()
+            if log.exists()
+        )
 
 
 def _runs_create(debates: int, cps: float) -> list[int]:
@@ -238,15 +279,13 @@ def measure_fanout(*, layer: str, redis_url: str, debates: int, viewers: int, cp
     run_ids = _runs_create(debates, cps)
     viewer_cookie = _session_cookie(BENCH_VIEWER, moderate=False)
     moderator_cookie = _session_cookie(BENCH_MODERATOR, moderate=True)
-    with Server(layer, redis_url) as server:
+    with Server(layer, redis_url, debates) as server:
         try:
             started = time.monotonic()
-            audience = asyncio.run(
-                _watch_runs(server.port, run_ids, viewers, viewer_cookie, moderator_cookie)
-            )
+            audience = asyncio.run(_watch_runs(server, run_ids, viewers, viewer_cookie, moderator_cookie))
             wall = time.monotonic() - started
         except (BenchBroke, OSError, TimeoutError) as error:
-            raise BenchBroke(f"{error}\nserver output:\n{server.output()}") from error
+            raise BenchBroke(f"{error}\nthe servers' output:\n{server.output()}") from error
     return _figures(layer, run_ids, audience, wall)
 
 
@@ -263,14 +302,17 @@ def _finals(run_ids: list[int]) -> dict[int, tuple[str, int]]:
 
 
 async def _watch_runs(
-    port: int, run_ids: list[int], viewers: int, cookie: str, moderator_cookie: str
+    server: Server, run_ids: list[int], viewers: int, cookie: str, moderator_cookie: str
 ) -> list[Viewer]:
     audience = [Viewer(run_id) for run_id in run_ids for _ in range(viewers)]
     for start in range(0, len(audience), CONNECTS_AT_ONCE):
-        await asyncio.gather(*(v.connect(port, cookie) for v in audience[start : start + CONNECTS_AT_ONCE]))
+        await asyncio.gather(
+            *(v.connect(server.port, cookie) for v in audience[start : start + CONNECTS_AT_ONCE])
+        )
     watching = [asyncio.create_task(v.watch()) for v in audience]
     try:
-        await asyncio.to_thread(_runs_start, port, run_ids, moderator_cookie)
+        await asyncio.to_thread(server.start_runners)
+        await asyncio.to_thread(_runs_start, server.port, run_ids, moderator_cookie)
         deadline = time.monotonic() + RUN_SECONDS
         while True:
             finals = await asyncio.to_thread(_finals, run_ids)
@@ -306,6 +348,7 @@ def _figures(layer: str, run_ids: list[int], audience: list[Viewer], wall: float
         )
     }
     lags = []
+    by_event: dict[tuple[int, int], list[float]] = defaultdict(list)
     for viewer in audience:
         # Not the snapshot a viewer gets on connecting: rendered then from the database, it is behind nothing.
         for arrived, frame in viewer.frames[1:]:
@@ -313,6 +356,11 @@ def _figures(layer: str, run_ids: list[int], audience: list[Viewer], wall: float
                 committed = written.get((viewer.run_id, int(seq)))
                 if committed is not None:
                     lags.append((arrived - committed) * 1000)
+                    by_event[(viewer.run_id, int(seq))].append(lags[-1])
+    # Where the lag comes from: the first viewer an event reached (publishing: commit, render, the layer), and the
+    # spread between its first and last viewer (fanning out to a run's viewers in the serving process).
+    firsts = [min(event_lags) for event_lags in by_event.values()]
+    spreads = [max(event_lags) - min(event_lags) for event_lags in by_event.values()]
     streamed = {
         (t.run_id, t.dom_id): (t.finished_at - t.started_at).total_seconds()
         for t in Turn.objects.filter(run_id__in=run_ids).only("run_id", "key", "started_at", "finished_at")
@@ -336,6 +384,8 @@ def _figures(layer: str, run_ids: list[int], audience: list[Viewer], wall: float
         "p50_ms": statistics.median(lags) if lags else float("nan"),
         "p95_ms": _percentile(lags, 0.95),
         "lagged_frames": len(lags),
+        "first_p95_ms": _percentile(firsts, 0.95),
+        "spread_p95_ms": _percentile(spreads, 0.95),
         "fps_max": max(rates, default=0.0),
         "fps_median": statistics.median(rates) if rates else 0.0,
         "turns_rated": len(rates),

@@ -12,7 +12,7 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from debates import frames, quotas
+from debates import frames, quotas, selectors
 from debates.engine.events import run_group
 from debates.models import Run
 
@@ -39,6 +39,8 @@ class RunConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
+        # Moderators' panels hold controls and are rendered for each; other viewers' come with the event.
+        self.moderator = await database_sync_to_async(selectors.user_can_moderate)(user)
         if not await Run.objects.filter(pk=self.run_id).aexists():
             await self.close(code=CLOSE_NOT_FOUND)
             return
@@ -88,16 +90,20 @@ class RunConsumer(AsyncWebsocketConsumer):
                 self.gap_wait = asyncio.create_task(self._replay_unless_filled())
 
     async def _send_in_order(self) -> None:
-        panels = False
+        panels, viewer_panels = False, None
         while self.sent_seq + 1 in self.pending:
             event = self.pending.pop(self.sent_seq + 1)
             await self.send(text_data=event["html"])
             self.sent_seq += 1
-            panels = panels or bool(event.get("panels"))
+            if event.get("panels"):
+                panels, viewer_panels = True, event.get("viewer_panels")
         self.pending = {seq: e for seq, e in self.pending.items() if seq > self.sent_seq}
         if panels:
-            html = await database_sync_to_async(frames.panels_frame)(self.run_id, self.scope["user"])
-            await self.send(text_data=html)
+            if viewer_panels is None or self.moderator:
+                viewer_panels = await database_sync_to_async(frames.panels_frame)(
+                    self.run_id, self.scope["user"]
+                )
+            await self.send(text_data=viewer_panels)
 
     async def _replay_unless_filled(self) -> None:
         await asyncio.sleep(REORDER_WAIT_SECONDS)
@@ -108,9 +114,11 @@ class RunConsumer(AsyncWebsocketConsumer):
                 await self._send_in_order()
 
     async def turn_delta(self, event: dict[str, Any]) -> None:
-        # Only for turns this page already shows; a turn not yet shown arrives whole with its own event.
-        if int(event["first_seq"]) <= self.sent_seq:
-            await self.send(text_data=event["html"])
+        # The streaming turns of the run, in one frame; only those this page already shows (a turn not yet shown
+        # arrives whole with its own event).
+        html = "".join(part["html"] for part in event["parts"] if int(part["first_seq"]) <= self.sent_seq)
+        if html:
+            await self.send(text_data=html)
 
     async def _replay(self) -> None:
         html, last = await database_sync_to_async(frames.replay_frames)(
@@ -135,19 +143,30 @@ class RunConsumer(AsyncWebsocketConsumer):
             committed_before = await _committed_seq(self.run_id)
 
 
-# The last seq committed per run, as read lately by any consumer of this process: a run's viewers poll together.
+# The last seq committed per run, as read lately by any consumer of this process: a run's viewers poll together,
+# and those asking while it is being read wait for that one read.
 _committed: dict[int, tuple[float, int]] = {}
+_committed_reads: dict[int, asyncio.Task[int]] = {}
 COMMITTED_FRESH_SECONDS = 0.5
 
 
 async def _committed_seq(run_id: int) -> int:
-    now = time.monotonic()
     read = _committed.get(run_id)
-    if read is not None and now - read[0] < COMMITTED_FRESH_SECONDS:
+    if read is not None and time.monotonic() - read[0] < COMMITTED_FRESH_SECONDS:
         return read[1]
+    reading = _committed_reads.get(run_id)
+    if reading is None or reading.done() or reading.get_loop() is not asyncio.get_running_loop():
+        reading = _committed_reads[run_id] = asyncio.ensure_future(_committed_seq_read(run_id))
+    # Shielded: a viewer leaving must not cancel the read the others wait for.
+    return await asyncio.shield(reading)
+
+
+async def _committed_seq_read(run_id: int) -> int:
     seq = await Run.objects.filter(pk=run_id).values_list("last_seq", flat=True).aget()
+    now = time.monotonic()
     if len(_committed) > 1000:  # forget runs nobody polled for a while
         for stale in [r for r, (at, _) in _committed.items() if now - at > 60]:
             del _committed[stale]
+            _committed_reads.pop(stale, None)
     _committed[run_id] = (now, seq)
     return seq

@@ -7,10 +7,12 @@ with the moderator panel for each viewer."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.core.cache import cache, caches
 from django.template.loader import render_to_string
+from django.utils import timezone
 
 from debates import selectors
 from debates.models import Run, RunEvent
@@ -157,38 +159,49 @@ EVENT_FRAME_SECONDS = 300
 # The status as of a seq, shared by the viewers replaying up to it at about the same moment; it shows current
 # state, so it is kept only briefly.
 STATUS_FRAME_SECONDS = 5
+# How long a committed event may go unpublished (its frame not yet kept) before a replay renders it itself: under
+# load, replays rendering what was about to arrive anyway made a busy process busier (bench fanout).
+UNPUBLISHED_GRACE_SECONDS = 5
 
 
 def replay_frames(run_id: int, after_seq: int, user: Any) -> tuple[str, int]:
     """Frames of the events after `after_seq`, for a viewer who missed a message: each event's frame as it was
-    published (kept by event_frame_keep), rendered from the database only when no longer kept, then the status as
-    of the last one. A dropped message is usually dropped for every viewer of the run, who then replay the same
-    events: they share those renders instead of each repeating them."""
+    published (kept by event_frame_keep, before its message was sent), then the status once caught up. A
+    dropped message is usually dropped for every viewer of the run, who then replay the same events: they share
+    the kept frames instead of each rendering them. An event not kept has not been published yet (its message is
+    on its way: the replay stops before it) unless it is older than UNPUBLISHED_GRACE_SECONDS (its publisher died,
+    or the frame expired), when it is rendered from the database."""
     events = list(
         RunEvent.objects.filter(run_id=run_id, seq__gt=after_seq)
         .order_by("seq")
         .values_list("pk", "seq", "created_at")
     )
-    if not events:
-        return "", after_seq
     keys = [_event_frame_key(run_id, seq, created_at) for _, seq, created_at in events]
-    kept = cache.get_many(keys)
-    missing = [pk for (pk, _, _), key in zip(events, keys, strict=True) if key not in kept]
-    rendered = {e.pk: event_frame(e, with_status=False) for e in RunEvent.objects.filter(pk__in=missing)}
-    parts, panels = [], False
-    for (pk, _, _), key in zip(events, keys, strict=True):
-        html, event_panels = kept.get(key) or rendered[pk]
+    kept = cache.get_many(keys) if keys else {}
+    published_by = timezone.now() - timedelta(seconds=UNPUBLISHED_GRACE_SECONDS)
+    parts, panels, last_key, last_seq = [], False, "", after_seq
+    for (pk, seq, created_at), key in zip(events, keys, strict=True):
+        frame = kept.get(key)
+        if frame is None:
+            if created_at > published_by:
+                break
+            frame = event_frame(RunEvent.objects.get(pk=pk), with_status=False)
+        html, event_panels = frame
         parts.append(html)
         panels = panels or event_panels
-    status_key = "status-" + keys[-1]
-    status = caches["fragments"].get(status_key)
-    if status is None:
-        status = status_frame(Run.objects.get(pk=run_id))
-        caches["fragments"].set(status_key, status, STATUS_FRAME_SECONDS)
-    parts.append(status)
+        last_key, last_seq = key, seq
+    if not parts:
+        return "", after_seq
+    if last_seq == events[-1][1]:  # caught up: the status (current state) agrees with the transcript
+        status_key = "status-" + last_key
+        status = caches["fragments"].get(status_key)
+        if status is None:
+            status = status_frame(Run.objects.get(pk=run_id))
+            caches["fragments"].set(status_key, status, STATUS_FRAME_SECONDS)
+        parts.append(status)
     if panels:
         parts.append(panels_frame(run_id, user))
-    return "".join(parts), events[-1][1]
+    return "".join(parts), last_seq
 
 
 def _event_frame_key(run_id: int, seq: int, created_at: Any) -> str:

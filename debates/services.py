@@ -13,7 +13,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
@@ -22,7 +22,7 @@ from debates.conf import conf
 from debates.engine.events import event_append, event_publish
 from debates.engine.runner import run_states_record
 from debates.engine.view import run_view_load
-from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
+from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Seat, Turn, TurnStatus
 from debates.protocols import registry
 from debates.protocols.base import Done
 from debates.selectors import run_awaited_steps
@@ -482,10 +482,22 @@ def human_turn_submit(
 
 def runs_resumable(*, now: datetime | None = None) -> tuple[list[int], datetime | None]:
     """Runs that should be running but have no live runner, and when the next still-leased one expires. A paused
-    run counts once it was resumed (or given a step): the resume's wake-up may have died with a worker."""
+    run counts once it was resumed (or given a step), and one waiting for a human once answered: the wake-up may
+    have died with a worker."""
     now = now or timezone.now()
+    # A run waiting for a human has been answered when anything was recorded after it began to wait (its runner
+    # records a fresh run_status whenever it decides to wait again): the human's wake-up may have died too.
+    status_seq = Subquery(
+        RunEvent.objects.filter(run=OuterRef("pk"), kind="run_status").order_by("-seq").values("seq")[:1]
+    )
+    answered = (
+        Run.objects.filter(status=RunStatus.AWAITING_HUMAN)
+        .annotate(status_seq=status_seq)
+        .filter(last_seq__gt=F("status_seq"))
+        .values("pk")
+    )
     candidates = Run.objects.filter(
-        status__in=[RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED]
+        Q(status__in=[RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED]) | Q(pk__in=answered)
     ).filter(Q(pause_requested=False) | Q(step_credits__gt=0))
     ready = list(
         candidates.filter(

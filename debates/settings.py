@@ -94,9 +94,19 @@ def database_from_env() -> dict[str, object]:
                 "HOST": parsed.hostname or "",
                 "PORT": str(parsed.port or ""),
                 "CONN_MAX_AGE": 0,
-                # libpq parameters from the query string, e.g. ?sslmode=require or, for a throwaway test
-                # server, ?options=-c%20synchronous_commit%3Doff
-                "OPTIONS": dict(parse_qsl(parsed.query)),
+                "OPTIONS": {
+                    # libpq parameters from the query string, e.g. ?sslmode=require or, for a throwaway test
+                    # server, ?options=-c%20synchronous_commit%3Doff
+                    **dict(parse_qsl(parsed.query)),
+                    # A pool per process (psycopg-pool): every database_sync_to_async call of a consumer or
+                    # runner closes its connection, and without a pool each of them would open a new one, a
+                    # PostgreSQL backend forked per call (bench fanout: seconds of lag at 500 viewers).
+                    "pool": {
+                        "min_size": 2,
+                        "max_size": int(os.environ.get("DISPUTA_DB_POOL_SIZE", "16")),
+                        "timeout": 30,
+                    },
+                },
                 "TEST": {"NAME": os.environ.get("DISPUTA_TEST_DB_NAME", "test_disputa")},
             }
         if parsed.scheme == "sqlite":
@@ -143,18 +153,22 @@ if CHANNEL_LAYER != "inmemory" and not REDIS_URL:
     raise RuntimeError(f"DISPUTA_CHANNEL_LAYER={CHANNEL_LAYER} needs REDIS_URL")
 # Processes that share one Redis but not one database (parallel test workers) need their own prefix.
 CHANNEL_PREFIX = os.environ.get("DISPUTA_CHANNEL_PREFIX", "asgi")
+# redis-py 8 reads with a 5 s timeout by default, and the list-based layer blocks 5 s in BZPOPMIN: an idle viewer's
+# receive then raced the timeout, and the TimeoutError that won ended its consumer (seen in bench fanout). A read
+# may take the blocking time plus a margin.
+CHANNEL_REDIS_HOSTS = [{"address": REDIS_URL, "socket_timeout": 15}]
 if CHANNEL_LAYER == "redis-pubsub":
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": CHANNEL_PREFIX},
+            "CONFIG": {"hosts": CHANNEL_REDIS_HOSTS, "prefix": CHANNEL_PREFIX},
         }
     }
 elif CHANNEL_LAYER == "redis":
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": CHANNEL_PREFIX, "capacity": CHANNEL_CAPACITY},
+            "CONFIG": {"hosts": CHANNEL_REDIS_HOSTS, "prefix": CHANNEL_PREFIX, "capacity": CHANNEL_CAPACITY},
         }
     }
 else:
@@ -238,8 +252,12 @@ DISPUTA = {
     "MAX_WS_CONNECTS_PER_MINUTE": int(os.environ.get("DISPUTA_MAX_WS_CONNECTS_PER_MINUTE", "300")),
     # A runner owns a run for this long unless it renews the lease (heartbeat every third of it).
     "LEASE_SECONDS": float(os.environ.get("DISPUTA_LEASE_SECONDS", "30")),
-    # Token deltas are coalesced into one frame (and one partial-text save) per turn per this many seconds.
+    # Token deltas are coalesced into one frame per turn per this many seconds.
     "FLUSH_SECONDS": float(os.environ.get("DISPUTA_FLUSH_SECONDS", "0.1")),
+    # A streaming turn's partial text is saved (for pages opened mid-turn) at most this often: every frame carries
+    # the whole text so far, so a page's stale start is made good by the next frame, and a save every frame was a
+    # database write per turn ten times a second (and, on SQLite, a re-index of the turn's text).
+    "PARTIAL_SAVE_SECONDS": float(os.environ.get("DISPUTA_PARTIAL_SAVE_SECONDS", "1.0")),
     # How often a running runner looks at pause / cancel requests.
     "CONTROL_POLL_SECONDS": float(os.environ.get("DISPUTA_CONTROL_POLL_SECONDS", "0.25")),
     "MAX_ATTEMPTS": int(os.environ.get("DISPUTA_MAX_ATTEMPTS", "3")),

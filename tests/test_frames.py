@@ -62,10 +62,16 @@ def test_a_replay_serves_the_frames_as_published_and_renders_what_is_no_longer_k
     assert html.rindex('<section id="run-status"') > html.rindex("<article")  # the status comes last
     assert f'data-status="completed" data-seq="{run.last_seq}"' in html
 
-    cache.delete_many(keys[:5])  # expired: those are rendered again from the database, the rest served
-    html, _ = frames.replay_frames(run.pk, 0, viewer)
-    assert [event.seq for event in rendered] == [1, 2, 3, 4, 5]
-    assert "<p>kept frame 4</p>" not in html
+    cache.delete(keys[5])  # not kept and just committed: not published yet, its message is on its way
+    html, last = frames.replay_frames(run.pk, 2, viewer)
+    assert rendered == [] and last == 5  # the kept frames before it; no status yet (the next events bring it)
+    assert "<p>kept frame 4</p>" in html and 'id="run-status"' not in html
+
+    monkeypatch.setattr(frames, "UNPUBLISHED_GRACE_SECONDS", 0)  # as if committed long ago: expired, or its
+    cache.delete_many(keys[:5])  # publisher died: those are rendered again from the database, the rest served
+    html, last = frames.replay_frames(run.pk, 0, viewer)
+    assert [event.seq for event in rendered] == [1, 2, 3, 4, 5, 6]
+    assert "<p>kept frame 4</p>" not in html and last == run.last_seq
 
 
 def test_viewers_share_one_render_of_their_panels_and_each_moderator_gets_their_own(
@@ -74,6 +80,7 @@ def test_viewers_share_one_render_of_their_panels_and_each_moderator_gets_their_
     run = make_run()
     assert run_to_stop(run) == "done"
     other_viewer = User.objects.create_user("another-viewer")
+    caches["fragments"].clear()  # publishing rendered them for the viewers already
     rendered = counting(monkeypatch, "_panels_frame")
 
     seen_by_viewer = frames.panels_frame(run.pk, viewer)
@@ -88,3 +95,18 @@ def test_viewers_share_one_render_of_their_panels_and_each_moderator_gets_their_
         event_append(run_id=run.pk, kind="control", payload={"action": "noop"})
     frames.panels_frame(run.pk, other_viewer)
     assert len(rendered) == 4
+
+
+def test_an_event_that_changes_the_panels_carries_what_viewers_without_the_permission_see(
+    make_run: Any, viewer: User
+) -> None:
+    from debates.engine.events import event_message
+
+    run = make_run()
+    assert run_to_stop(run) == "done"
+    last = event_message(run_id=run.pk, seq=run.last_seq)  # the run's completion
+    assert last["panels"] and last["viewer_panels"] == frames.panels_frame(run.pk, viewer)
+    assert 'id="moderator"' in last["viewer_panels"] and 'id="control-cancel"' not in last["viewer_panels"]
+    started = RunEvent.objects.filter(run=run, kind="turn_started").first()
+    assert started is not None
+    assert "viewer_panels" not in event_message(run_id=run.pk, seq=started.seq)

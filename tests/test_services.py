@@ -6,6 +6,7 @@ import uuid
 from decimal import Decimal
 
 import pytest
+from django.db import transaction
 
 from debates import services
 from debates.models import HumanAction, Run, RunEvent, Turn
@@ -148,6 +149,26 @@ class ResumeTests:
         Run.objects.filter(pk=paused.pk).update(status="paused", pause_requested=True, budget_stopped=True)
         ready, _ = services.runs_resumable()
         assert resumed.pk in ready and stepped.pk in ready and paused.pk not in ready
+
+    def test_a_run_waiting_for_a_human_is_found_once_answered_but_not_while_still_waiting(self, make_run):
+        """The human's action wakes the runner with a task, which may die with a worker; the action is recorded
+        after the run began to wait, and a runner that decides to wait again records a fresh status."""
+        from debates.engine.events import event_append
+        from debates.models import Run
+
+        answered, waiting = make_run(), make_run()
+        for run in (answered, waiting):
+            with transaction.atomic():
+                Run.objects.filter(pk=run.pk).update(status="awaiting_human")
+                event_append(run_id=run.pk, kind="run_status", payload={"status": "awaiting_human"})
+        with transaction.atomic():
+            event_append(run_id=answered.pk, kind="human_action", payload={"step_key": "r1/moderator"})
+        ready, _ = services.runs_resumable()
+        assert answered.pk in ready and waiting.pk not in ready
+        with transaction.atomic():  # a runner took it over and found it must still wait
+            event_append(run_id=answered.pk, kind="run_status", payload={"status": "awaiting_human"})
+        ready, _ = services.runs_resumable()
+        assert answered.pk not in ready
 
 
 @pytest.mark.django_db(transaction=True)

@@ -30,12 +30,19 @@ def event_append(*, run_id: int, kind: str, payload: dict[str, Any] | None = Non
 
 def event_message(*, run_id: int, seq: int, with_status: bool = True) -> dict[str, Any]:
     """The channel-layer message announcing event `seq`, with its frame rendered once for every viewer."""
-    from debates.frames import event_frame, event_frame_keep
+    from django.contrib.auth.models import AnonymousUser
+
+    from debates.frames import event_frame, event_frame_keep, panels_frame
 
     event = RunEvent.objects.get(run_id=run_id, seq=seq)
     html, panels = event_frame(event, with_status=with_status)
     event_frame_keep(event, html, panels)
-    return {"type": "run.event", "seq": seq, "html": html, "panels": panels}
+    message: dict[str, Any] = {"type": "run.event", "seq": seq, "html": html, "panels": panels}
+    if panels:
+        # What every viewer without the moderate permission sees in the panels (no control): rendered here once,
+        # so the consumers of a run's many viewers need not each read the database for it.
+        message["viewer_panels"] = panels_frame(run_id, AnonymousUser())
+    return message
 
 
 def event_publish(*, run_id: int, seq: int) -> None:

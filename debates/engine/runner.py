@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import socket
 import time
@@ -522,7 +523,26 @@ class Runner:
         self._reserved_tokens = 0
         self._budget_lock = asyncio.Lock()
         self._outbox: asyncio.Queue[int | None] = asyncio.Queue()
+        self._live_parts: dict[int, dict[str, Any]] = {}  # first_seq -> the turn's latest live frame, unsent
+        self._live_sender: asyncio.Task[None] | None = None
         self._closing = asyncio.Event()
+
+    def _live_offer(self, layer: Any, part: dict[str, Any]) -> None:
+        """A streaming turn's latest frame, for the next live message of the run."""
+        self._live_parts[part["first_seq"]] = part
+        if self._live_sender is None or self._live_sender.done():
+            self._live_sender = asyncio.create_task(self._live_send(layer))
+
+    async def _live_send(self, layer: Any) -> None:
+        """One live message per run per flush interval, with the latest frame of every turn streaming: the parallel
+        turns of a stage then cost each viewer one frame, not one per turn (and the server one send per viewer)."""
+        while self._live_parts:
+            parts, self._live_parts = list(self._live_parts.values()), {}
+            try:
+                await layer.group_send(run_group(self.run_id), {"type": "turn.delta", "parts": parts})
+            except Exception:  # best effort: the next frame, or the commit's event, brings the text
+                log.exception("run %s: sending live frames failed", self.run_id)
+            await asyncio.sleep(_conf("FLUSH_SECONDS"))
 
     async def _publish(self, seqs: list[int | None]) -> None:
         """Queue committed events for the publisher: rendering frames stays off the runner's critical path."""
@@ -577,6 +597,9 @@ class Runner:
             return "failed"
         finally:
             watcher.cancel()
+            self._live_parts.clear()
+            if self._live_sender is not None:
+                self._live_sender.cancel()
             self._closing.set()
             self._outbox.put_nowait(None)
             await publisher
@@ -841,20 +864,24 @@ class Runner:
 
         layer = get_channel_layer()
         flush_every = _conf("FLUSH_SECONDS")
+        save_every = _conf("PARTIAL_SAVE_SECONDS")
         names = {handle: seat.name for handle, seat in request.view.seats.items()}
         text = ""
         first_token_at = None
         last_flush = time.monotonic()
+        last_save = -math.inf  # the first flush saves
         result: Result | None = None
         crash_point("before_first_token")
 
         async def flush() -> None:
-            nonlocal last_flush
-            # Off the runner's database thread: partial saves of parallel turns must not queue behind commits.
-            await database_sync_to_async(turn_flush, thread_sensitive=False)(
-                claimed.turn_id, attempt, text, first_token_at
-            )
+            nonlocal last_flush, last_save
             last_flush = time.monotonic()
+            if last_flush - last_save >= save_every:
+                # Off the runner's database thread: partial saves of parallel turns must not queue behind commits.
+                await database_sync_to_async(turn_flush, thread_sensitive=False)(
+                    claimed.turn_id, attempt, text, first_token_at
+                )
+                last_save = last_flush
             if layer is not None:
                 try:
                     html = turn_live_frame(
@@ -869,26 +896,24 @@ class Runner:
                         "run %s: rendering the live frame of %s failed", self.run_id, request.step.key
                     )
                 else:
-                    await layer.group_send(
-                        run_group(self.run_id),
-                        {
-                            "type": "turn.delta",
-                            "first_seq": claimed.first_seq,
-                            "attempt": attempt,
-                            "html": html,
-                        },
+                    self._live_offer(
+                        layer, {"first_seq": claimed.first_seq, "attempt": attempt, "html": html}
                     )
             crash_point("mid_stream")
 
-        async for item in backend.stream(request):
-            if isinstance(item, Delta):
-                if first_token_at is None:
-                    first_token_at = timezone.now()
-                text += item.text
-                if time.monotonic() - last_flush >= flush_every:
-                    await flush()
-            elif isinstance(item, Result):
-                result = item
+        try:
+            async for item in backend.stream(request):
+                if isinstance(item, Delta):
+                    if first_token_at is None:
+                        first_token_at = timezone.now()
+                    text += item.text
+                    if time.monotonic() - last_flush >= flush_every:
+                        await flush()
+                elif isinstance(item, Result):
+                    result = item
+        finally:
+            # Not sent once the stream is over: the commit's (or retry's) event shows the turn from then on.
+            self._live_parts.pop(claimed.first_seq, None)
         if result is None:
             raise BackendError("The backend ended the stream without a result.")
         # No final flush: the commit saves the whole text and its event re-renders the finished turn.

@@ -1,5 +1,6 @@
 """Token streaming: deltas are coalesced into at most 20 frames per second per turn, the partial text is saved at
-each flush, and a streamed frame renders the structured fields parsed so far."""
+the first flush and then at most every PARTIAL_SAVE_SECONDS (every frame carries the whole text so far), and a
+streamed frame renders the structured fields parsed so far."""
 
 from __future__ import annotations
 
@@ -16,45 +17,98 @@ from tests.conftest import run_to_stop
 class RecordingLayer:
     def __init__(self) -> None:
         self.deltas: dict[int, list[tuple[float, str]]] = defaultdict(list)
-        self.partials_saved: list[int] = []
+        self.messages: list[tuple[float, dict]] = []
 
     async def group_send(self, group: str, message: dict) -> None:
         if message["type"] == "turn.delta":
-            self.deltas[message["first_seq"]].append((time.monotonic(), message["html"]))
+            self.messages.append((time.time(), message))
+            for part in message["parts"]:
+                self.deltas[part["first_seq"]].append((time.monotonic(), part["html"]))
 
 
 @pytest.mark.django_db(transaction=True)
 def test_deltas_are_coalesced_to_at_most_20_frames_per_second_per_turn(make_run, monkeypatch):
     layer = RecordingLayer()
     monkeypatch.setattr(runner, "get_channel_layer", lambda: layer)
-    run = make_run(backend_options={"cps": 3000})  # a fast model: ~300 characters per flush window
+    run = make_run(backend_options={"cps": 1000})  # ~100 characters per flush window: every turn takes several
     run_to_stop(run)
     assert run.status == "completed"
     assert len(layer.deltas) == 8
-    for frames in layer.deltas.values():
+    # A turn's last frame may be left unsent when its stream ends first (its commit shows the whole text).
+    rated = [frames for frames in layer.deltas.values() if len(frames) >= 2]
+    assert len(rated) >= 7
+    for frames in rated:
         duration = frames[-1][0] - frames[0][0]
-        assert len(frames) >= 2
         assert (len(frames) - 1) / max(duration, 1e-9) <= 20
 
 
 @pytest.mark.django_db(transaction=True)
-def test_each_flush_saves_the_partial_text_and_renders_parsed_fields(make_run, monkeypatch):
+def test_the_parallel_turns_of_a_stage_share_one_live_message_per_flush_interval(
+    make_run, monkeypatch, settings
+):
+    settings.DISPUTA = {**settings.DISPUTA, "FLUSH_SECONDS": 0.05}
     layer = RecordingLayer()
-    saved: list[str] = []
+    monkeypatch.setattr(runner, "get_channel_layer", lambda: layer)
+    run = make_run(backend_options={"cps": 1000})
+    run_to_stop(run)
+    analyses = {t.first_seq for t in Turn.objects.filter(run=run, key__startswith="r1/analysis/")}
+    assert len(analyses) == 3  # the cross-examination's independent analyses stream at once
+    shared = [m for _, m in layer.messages if len({p["first_seq"] for p in m["parts"]} & analyses) >= 2]
+    assert len(shared) >= 3
+    sent = [at for at, _ in layer.messages]
+    assert min(b - a for a, b in zip(sent, sent[1:], strict=False)) >= 0.05 - 0.01
+    # Nothing of a turn is sent once its stream is over (its commit event shows it from then on).
+    finished = {t.first_seq: t.finished_at.timestamp() for t in Turn.objects.filter(run=run)}
+    assert all(at <= finished[p["first_seq"]] for at, m in layer.messages for p in m["parts"])
+
+
+def _record_saves(monkeypatch) -> list[tuple[float, str]]:
+    saved: list[tuple[float, str]] = []
     original_flush = runner.turn_flush
 
     def recording_flush(turn_id, attempt, text, first_token_at):
-        saved.append(text)
+        saved.append((time.monotonic(), text))
         original_flush(turn_id, attempt, text, first_token_at)
 
-    monkeypatch.setattr(runner, "get_channel_layer", lambda: layer)
     monkeypatch.setattr(runner, "turn_flush", recording_flush)
+    return saved
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_partial_text_is_saved_at_the_first_frame_then_at_most_every_save_interval(
+    make_run, monkeypatch, settings
+):
+    settings.DISPUTA = {**settings.DISPUTA, "FLUSH_SECONDS": 0.05, "PARTIAL_SAVE_SECONDS": 0.3}
+    layer = RecordingLayer()
+    monkeypatch.setattr(runner, "get_channel_layer", lambda: layer)
+    saved = _record_saves(monkeypatch)
+    run = make_run(backend_options={"cps": 1000})
+    run_to_stop(run)
+    analysis = Turn.objects.get(run=run, key="r1/analysis/analyst-ada")
+    frames = layer.deltas[analysis.first_seq]
+    saves = [(at, text) for at, text in saved if analysis.raw_text.startswith(text)]
+    # This turn streamed for over two save intervals in many frames, and was saved when its first frame went out.
+    assert frames[-1][0] - frames[0][0] > 0.6 and len(frames) >= 10
+    assert saves and saves[0][0] <= frames[0][0]
+    assert 2 <= len(saves) < len(frames) / 3
+    gaps = [b[0] - a[0] for a, b in zip(saves, saves[1:], strict=False)]
+    assert min(gaps) >= 0.3 - 0.01
+
+
+@pytest.mark.django_db(transaction=True)
+def test_partial_saves_grow_towards_the_committed_text_and_frames_render_parsed_fields(
+    make_run, monkeypatch, settings
+):
+    settings.DISPUTA = {**settings.DISPUTA, "PARTIAL_SAVE_SECONDS": 0}  # every flush saves
+    layer = RecordingLayer()
+    monkeypatch.setattr(runner, "get_channel_layer", lambda: layer)
+    recorded = _record_saves(monkeypatch)
     run = make_run(backend_options={"cps": 3000})
     run_to_stop(run)
     analysis = Turn.objects.get(run=run, key="r1/analysis/analyst-ada")
     frames = [html for _, html in layer.deltas[analysis.first_seq]]
     # Partial saves grow towards the committed text (the commit itself saves the whole of it).
-    partials = [text for text in saved if analysis.raw_text.startswith(text)]
+    partials = [text for _, text in recorded if analysis.raw_text.startswith(text)]
     assert len(partials) >= 2 and len(partials[0]) < len(analysis.raw_text)
     assert all(len(a) <= len(b) for a, b in zip(partials, partials[1:], strict=False))
     # An early frame already shows the summary as text, not as raw JSON.

@@ -17,7 +17,8 @@ from debates.models import Run
 
 LINE = re.compile(
     r"^  (?P<layer>inmemory|redis|redis-pubsub): frame lag p50 (?P<p50>\d+\.\d) ms, p95 (?P<p95>\d+\.\d) ms over "
-    r"(?P<frames>[\d,]+) frames \(target p95 <= 250 ms\); live frames per turn per second max (?P<fps>\d+\.\d), "
+    r"(?P<frames>[\d,]+) frames \(target p95 <= 250 ms; first viewer p95 (?P<first>\d+\.\d) ms, spread over viewers "
+    r"p95 (?P<spread>\d+\.\d) ms\); live frames per turn per second max (?P<fps>\d+\.\d), "
     r"median \d+\.\d over (?P<turns>\d+) turns \(target <= 20\); [\d,]+ frames to 6 viewers in \d+\.\ds, "
     r"all converged (?P<verdict>PASS|FAIL)$"
 )
@@ -52,8 +53,9 @@ def test_bench_fanout_prints_each_layer_against_the_targets_and_cleans_up(redis_
     )
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(
-        "bench fanout: 2 simulated debates at once (1500 characters/s), 3 websocket viewers each, in this process, of a "
-        "Daphne server process per layer"
+        "bench fanout: 2 simulated debates at once (1500 characters/s), 3 websocket viewers each, in this process; per "
+        "layer a Daphne server process, running the debates itself (in-memory) or with a worker process running them "
+        "(Redis layers, the scaled setup)"
     )
     measured = [LINE.match(line) for line in lines[1:4]]
     assert all(measured), out.getvalue()
@@ -61,6 +63,7 @@ def test_bench_fanout_prints_each_layer_against_the_targets_and_cleans_up(redis_
     for m in measured:
         assert m is not None
         assert 0 < float(m["p50"]) <= float(m["p95"])
+        assert float(m["first"]) > 0 and float(m["spread"]) >= 0
         assert int(m["frames"].replace(",", "")) >= 6 and int(m["turns"]) > 0
         ok = float(m["p95"]) <= 250 and float(m["fps"]) <= 20
         assert ok == (m["verdict"] == "PASS")

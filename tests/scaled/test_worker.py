@@ -60,6 +60,33 @@ def test_a_killed_workers_run_is_taken_over_by_the_other_within_its_lease(
         kill_all(workers)
 
 
+def test_one_worker_with_concurrency_two_drives_two_queued_debates_at_once(
+    transactional_db: None, make_run: Any, settings: Any, tmp_path: Path
+):
+    settings.TASKS = DATABASE_TASKS
+    worker = Proc(
+        "worker", ["--concurrency", "2", "--interval", "0.2"], tmp_path / "worker.log", env=scaled_env()
+    )
+    worker.start()
+    try:
+        wait_for(lambda: "ready" in worker.log.read_text(), 30, "the worker to start")
+        runs = [make_run(backend_options={"cps": 1500}, enqueue=True) for _ in range(2)]
+        # Both leased by this one process at the same moment: two slots, not one debate after the other.
+        wait_for(
+            lambda: all(live_lease_pid(run) == worker.popen.pid for run in runs),
+            30,
+            "both runs leased at once",
+        )
+        for run in runs:
+            wait_for(
+                lambda run=run: Run.objects.get(pk=run.pk).status == "completed", 90, "the debates to end"
+            )
+        worker.popen.send_signal(signal.SIGTERM)  # idle: it stops at once
+        assert worker.wait(timeout=30) == 0
+    finally:
+        kill_all([worker])
+
+
 def test_a_worker_refuses_to_start_without_the_database_task_queue(tmp_path: Path):
     env = {**scaled_env(), "DISPUTA_TASKS_BACKEND": "dummy"}
     proc = Proc("worker", [], tmp_path / "worker.log", env=env).start()

@@ -591,7 +591,8 @@ class Command(BaseCommand):
         with _database(database, "bench fanout", cleanup=bench_fanout.bench_fanout_cleanup) as where:
             self.stdout.write(
                 f"bench fanout: {debates} simulated debates at once ({cps:.0f} characters/s), {viewers} websocket "
-                f"viewers each, in this process, of a Daphne server process per layer; {where}"
+                f"viewers each, in this process; per layer a Daphne server process, running the debates itself "
+                f"(in-memory) or with a worker process running them (Redis layers, the scaled setup); {where}"
             )
             results = []
             for layer in layers:
@@ -610,7 +611,9 @@ class Command(BaseCommand):
                 )
                 self.stdout.write(
                     f"  {layer}: frame lag p50 {result['p50_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms over "
-                    f"{result['lagged_frames']:,} frames (target p95 <= {bench_fanout.TARGET_P95_MS:.0f} ms); "
+                    f"{result['lagged_frames']:,} frames (target p95 <= {bench_fanout.TARGET_P95_MS:.0f} ms; "
+                    f"first viewer p95 {result['first_p95_ms']:.1f} ms, spread over viewers p95 "
+                    f"{result['spread_p95_ms']:.1f} ms); "
                     f"live frames per turn per second max {result['fps_max']:.1f}, median "
                     f"{result['fps_median']:.1f} over {result['turns_rated']} turns "
                     f"(target <= {bench_fanout.TARGET_FRAMES_PER_SECOND:.0f}); {result['frames']:,} frames to "

@@ -1,8 +1,8 @@
 """`manage.py worker`: one worker process of the scaled setup (DESIGN §3). It runs the debate tasks queued in the
-database (django-tasks-db's worker, one task at a time) and, whenever no task is ready, takes over a run whose
-runner died: a run that should be running whose lease has expired (the runner heartbeats it every third of
-DISPUTA_LEASE_SECONDS, so a SIGKILLed worker's run is picked up within the lease, 30 s by default, once a worker is
-free). Start N of them on any machines that reach the database and Redis."""
+database (django-tasks-db's worker, one task at a time in each of its --concurrency slots) and, whenever no task
+is ready, takes over a run whose runner died: a run that should be running whose lease has expired (the runner
+heartbeats it every third of DISPUTA_LEASE_SECONDS, so a SIGKILLed worker's run is picked up within the lease, 30 s
+by default, once a worker is free). Start N of them on any machines that reach the database and Redis."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import os
 import random
 import signal
 import socket
-import time
+import threading
 from types import FrameType
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from debates.engine.runner import run_execute
 from debates.services import runs_resumable
@@ -37,24 +37,37 @@ class Command(BaseCommand):
             "--interval", type=float, default=0.5, help="Seconds to sleep when there is nothing to do (0.5)."
         )
         parser.add_argument("--worker-id", default="", help="Name in task results (host:pid by default).")
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=1,
+            help="Debates this process drives at once, each on a thread of its own (1). A debate mostly waits "
+            "on its model provider, so one process can drive several.",
+        )
 
-    def handle(self, *args: Any, interval: float, worker_id: str, **options: Any) -> None:
+    def handle(self, *args: Any, interval: float, worker_id: str, concurrency: int, **options: Any) -> None:
         backend = settings.TASKS["default"]["BACKEND"]
         if "django_tasks_db" not in settings.INSTALLED_APPS:  # its models cannot even be imported then
             raise CommandError(
                 f"worker needs the database task backend, not {backend}: "
                 "set DISPUTA_TASKS_BACKEND=database (and REDIS_URL, DATABASE_URL) for every process."
             )
-        from django_tasks_db.management.commands.db_worker import Worker
-
+        if concurrency < 1:
+            raise CommandError(f"--concurrency must be at least 1, not {concurrency}")
+        pool = connections["default"].settings_dict.get("OPTIONS", {}).get("pool")
+        if isinstance(pool, dict) and "DISPUTA_DB_POOL_SIZE" not in os.environ:
+            # Before the first connection opens the pool: a debate may hold about three connections at once (its
+            # runner's thread, a partial save, a frame being rendered), and one waiting for a connection lags.
+            pool["max_size"] = max(pool.get("max_size", 0), 3 * concurrency + 2)
         worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
-        stopping = False
+        stopping = threading.Event()
 
         def stop(signum: int, frame: FrameType | None) -> None:
-            nonlocal stopping
-            if stopping:  # a second signal: leave now (the run's lease expires and another worker resumes it)
+            if (
+                stopping.is_set()
+            ):  # a second signal: leave now (the leases expire, other workers resume the runs)
                 raise SystemExit(1)
-            stopping = True
+            stopping.set()
             log.warning(
                 "worker %s: %s, stopping after the current debate", worker_id, signal.strsignal(signum)
             )
@@ -62,24 +75,50 @@ class Command(BaseCommand):
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, stop)
         self.stdout.write(f"worker {worker_id}: ready")
-        while not stopping:
-            # django-tasks-db's own worker, asked for at most one ready task, so takeovers are checked between
-            # tasks; batch mode returns at once when none is ready.
-            tasks = Worker(
-                queue_names=["default"],
-                interval=0,
-                batch=True,
-                backend_name="default",
-                startup_delay=False,
-                max_tasks=1,
-                worker_id=worker_id,
-                excluded_queue_names=[],
+        self.stdout.flush()
+        if concurrency == 1:
+            self._serve(worker_id, interval, stopping)
+            return
+        slots = [
+            threading.Thread(
+                target=self._serve,
+                args=(f"{worker_id}/{n}", interval, stopping),
+                name=f"slot-{n}",
+                daemon=True,
             )
-            tasks.run()
-            if stopping or tasks._run_tasks:
-                continue
-            if not self._take_over_one(worker_id):
-                time.sleep(interval)
+            for n in range(1, concurrency + 1)
+        ]
+        for slot in slots:
+            slot.start()
+        while any(slot.is_alive() for slot in slots):
+            for slot in slots:
+                slot.join(timeout=0.2)  # short joins: the main thread must stay free to take signals
+
+    def _serve(self, worker_id: str, interval: float, stopping: threading.Event) -> None:
+        """One slot: a ready task from the queue, else a takeover, else a nap; until asked to stop."""
+        from django_tasks_db.management.commands.db_worker import Worker
+
+        try:
+            while not stopping.is_set():
+                # django-tasks-db's own worker, asked for at most one ready task, so takeovers are checked
+                # between tasks; batch mode returns at once when none is ready.
+                tasks = Worker(
+                    queue_names=["default"],
+                    interval=0,
+                    batch=True,
+                    backend_name="default",
+                    startup_delay=False,
+                    max_tasks=1,
+                    worker_id=worker_id,
+                    excluded_queue_names=[],
+                )
+                tasks.run()
+                if stopping.is_set() or tasks._run_tasks:
+                    continue
+                if not self._take_over_one(worker_id):
+                    stopping.wait(interval)
+        finally:
+            connections.close_all()  # this thread's connections
 
     def _take_over_one(self, worker_id: str) -> bool:
         """Drive one run whose runner died, if any; False when there was none to take."""
