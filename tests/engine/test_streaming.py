@@ -30,7 +30,7 @@ class RecordingLayer:
 def test_deltas_are_coalesced_to_at_most_20_frames_per_second_per_turn(make_run, monkeypatch):
     layer = RecordingLayer()
     monkeypatch.setattr(runner, "get_channel_layer", lambda: layer)
-    run = make_run(backend_options={"cps": 1000})  # ~100 characters per flush window: every turn takes several
+    run = make_run(backend_options={"cps": 1000})  # ~100 characters a flush: every turn takes several
     run_to_stop(run)
     assert run.status == "completed"
     assert len(layer.deltas) == 8
