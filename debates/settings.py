@@ -252,7 +252,7 @@ DISPUTA = {
     "MAX_WS_CONNECTS_PER_MINUTE": int(os.environ.get("DISPUTA_MAX_WS_CONNECTS_PER_MINUTE", "300")),
     # A runner owns a run for this long unless it renews the lease (heartbeat every third of it).
     "LEASE_SECONDS": float(os.environ.get("DISPUTA_LEASE_SECONDS", "30")),
-    # Token deltas are coalesced into one frame per turn per this many seconds.
+    # Token deltas are coalesced into one live message per run (every streaming turn's text so far) this often.
     "FLUSH_SECONDS": float(os.environ.get("DISPUTA_FLUSH_SECONDS", "0.1")),
     # A streaming turn's partial text is saved (for pages opened mid-turn) at most this often: every frame carries
     # the whole text so far, so a page's stale start is made good by the next frame, and a save every frame was a
