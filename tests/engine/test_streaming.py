@@ -26,10 +26,16 @@ class RecordingLayer:
                 self.deltas[part["first_seq"]].append((time.monotonic(), part["html"]))
 
 
+@pytest.fixture
+def layer(monkeypatch) -> RecordingLayer:
+    """The runner's channel layer, recording the live messages it is sent."""
+    recording = RecordingLayer()
+    monkeypatch.setattr(runner, "get_channel_layer", lambda: recording)
+    return recording
+
+
 @pytest.mark.django_db(transaction=True)
-def test_deltas_are_coalesced_to_at_most_20_frames_per_second_per_turn(make_run, monkeypatch):
-    layer = RecordingLayer()
-    monkeypatch.setattr(runner, "get_channel_layer", lambda: layer)
+def test_deltas_are_coalesced_to_at_most_20_frames_per_second_per_turn(make_run, layer):
     run = make_run(backend_options={"cps": 1000})  # ~100 characters a flush: every turn takes several
     run_to_stop(run)
     assert run.status == "completed"
@@ -43,12 +49,8 @@ def test_deltas_are_coalesced_to_at_most_20_frames_per_second_per_turn(make_run,
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_parallel_turns_of_a_stage_share_one_live_message_per_flush_interval(
-    make_run, monkeypatch, settings
-):
+def test_the_parallel_turns_of_a_stage_share_one_live_message_per_flush_interval(make_run, layer, settings):
     settings.DISPUTA = {**settings.DISPUTA, "FLUSH_SECONDS": 0.05}
-    layer = RecordingLayer()
-    monkeypatch.setattr(runner, "get_channel_layer", lambda: layer)
     run = make_run(backend_options={"cps": 1000})
     run_to_stop(run)
     analyses = {t.first_seq for t in Turn.objects.filter(run=run, key__startswith="r1/analysis/")}
@@ -76,11 +78,9 @@ def _record_saves(monkeypatch) -> list[tuple[float, str]]:
 
 @pytest.mark.django_db(transaction=True)
 def test_the_partial_text_is_saved_at_the_first_frame_then_at_most_every_save_interval(
-    make_run, monkeypatch, settings
+    make_run, layer, monkeypatch, settings
 ):
     settings.DISPUTA = {**settings.DISPUTA, "FLUSH_SECONDS": 0.05, "PARTIAL_SAVE_SECONDS": 0.3}
-    layer = RecordingLayer()
-    monkeypatch.setattr(runner, "get_channel_layer", lambda: layer)
     saved = _record_saves(monkeypatch)
     run = make_run(backend_options={"cps": 1000})
     run_to_stop(run)
@@ -97,11 +97,9 @@ def test_the_partial_text_is_saved_at_the_first_frame_then_at_most_every_save_in
 
 @pytest.mark.django_db(transaction=True)
 def test_partial_saves_grow_towards_the_committed_text_and_frames_render_parsed_fields(
-    make_run, monkeypatch, settings
+    make_run, layer, monkeypatch, settings
 ):
     settings.DISPUTA = {**settings.DISPUTA, "PARTIAL_SAVE_SECONDS": 0}  # every flush saves
-    layer = RecordingLayer()
-    monkeypatch.setattr(runner, "get_channel_layer", lambda: layer)
     recorded = _record_saves(monkeypatch)
     run = make_run(backend_options={"cps": 3000})
     run_to_stop(run)
