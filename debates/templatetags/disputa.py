@@ -5,6 +5,7 @@ from typing import Any
 
 from django import template
 from django.template.base import FilterExpression, Parser, Token
+from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from debates.rendering import render_markdown, render_markdown_inline
@@ -66,7 +67,8 @@ class ScopedIdsNode(template.Node):
 
     def render(self, context: template.Context) -> SafeString:
         html = str(self.nodelist.render(context))  # rendered (escaped, sanitised) markup, not untrusted text
-        prefix, page = str(self.prefix.resolve(context)), str(self.page.resolve(context))
+        # Escaped: they go inside attribute values of markup marked safe below.
+        prefix, page = escape(self.prefix.resolve(context)), escape(self.page.resolve(context))
         ids = set(_ID.findall(html))
         html = _ID.sub(lambda m: f'id="{prefix}{m[1]}"', html)
         html = _LABEL_FOR.sub(lambda m: f'for="{prefix}{m[1]}"' if m[1] in ids else m[0], html)
