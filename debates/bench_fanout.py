@@ -1,9 +1,10 @@
 """`manage.py bench fanout` (issue 9): live fan-out of debates to many websocket viewers through each channel
-layer, as a browser sees it. For each layer a Daphne server process (`manage.py serve`, the one-laptop server:
-runners on its own event loop, the layer chosen by REDIS_URL / DISPUTA_CHANNEL_LAYER) runs N simulated debates at
-once; this process holds V real websocket connections per debate to it, over TCP, as the run page's socket does
-(origin check, session cookie, the run consumer), and starts the debates with a moderator's POST once every viewer
-has its snapshot.
+layer, as a browser sees it. For each layer, N simulated debates run at once: on the in-memory layer in a Daphne
+server process (`manage.py serve`, the one-laptop server: runners on its own event loop); on the Redis layers in
+the scaled setup, a Daphne process serving pages and websockets and `manage.py worker` processes running the
+debates (one per debate unless told otherwise). This process holds V real websocket connections per debate to
+Daphne, over TCP, as the run page's socket does (origin check, session cookie, the run consumer), and starts the
+debates with a moderator's POST once every viewer has its snapshot.
 
 Measured per layer:
 - frame lag: for every live frame that carries the run's status (nearly every event frame; not the snapshot sent on
@@ -74,13 +75,15 @@ def _free_port() -> int:
 class Server:
     """The processes serving one layer, against this process's database. In-memory: `manage.py serve`, the
     one-laptop server, which runs the debates on its own loop (an in-memory layer reaches no other process). Redis
-    layers: the scaled setup, `manage.py serve` (pages and websockets, the database task queue) and one
-    `manage.py worker` running every debate at once (`--concurrency`), the events reaching Daphne through Redis."""
+    layers: the scaled setup, `manage.py serve` (pages and websockets, the database task queue) and `workers`
+    `manage.py worker` processes sharing the debates out (`--concurrency`), the events reaching Daphne through
+    Redis."""
 
-    def __init__(self, layer: str, redis_url: str, debates: int) -> None:
+    def __init__(self, layer: str, redis_url: str, debates: int, workers: int) -> None:
         self.port = _free_port()
         self.scaled = layer != "inmemory"
         self.debates = debates
+        self.workers = workers
         self.logs: dict[str, Path] = {}
         self.popens: dict[str, subprocess.Popen[bytes]] = {}
         env = {
@@ -112,26 +115,29 @@ class Server:
     def _manage(self, name: str, *args: str) -> list[str]:
         return [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), name, *args]
 
-    def _start(self, name: str, command: list[str], ready: str) -> None:
-        handle, path = tempfile.mkstemp(prefix=f"disputa-bench-fanout-{name}-", suffix=".log")
-        os.close(handle)
-        log = self.logs[name] = Path(path)
-        with log.open("wb") as out:
-            popen = self.popens[name] = subprocess.Popen(
-                command,
-                cwd=settings.BASE_DIR,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
+    def _start(self, commands: dict[str, list[str]], ready: str) -> None:
+        """Start the processes at once, and wait until each has printed `ready`."""
+        for name, command in commands.items():
+            handle, path = tempfile.mkstemp(prefix=f"disputa-bench-fanout-{name}-", suffix=".log")
+            os.close(handle)
+            self.logs[name] = Path(path)
+            with self.logs[name].open("wb") as out:
+                self.popens[name] = subprocess.Popen(
+                    command,
+                    cwd=settings.BASE_DIR,
+                    env=self.env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
         deadline = time.monotonic() + SERVER_START_SECONDS
-        while ready not in log.read_text(errors="replace"):
-            if popen.poll() is not None or time.monotonic() > deadline:
-                output = self.output()
-                self.__exit__()
-                raise BenchBroke(f"the {name} did not start:\n{output}")
-            time.sleep(0.1)
+        for name in commands:
+            while ready not in self.logs[name].read_text(errors="replace"):
+                if self.popens[name].poll() is not None or time.monotonic() > deadline:
+                    output = self.output()
+                    self.__exit__()
+                    raise BenchBroke(f"the {name} did not start:\n{output}")
+                time.sleep(0.1)
 
     def __enter__(self) -> Server:
         if self.scaled:
@@ -147,16 +153,21 @@ class Server:
             if migrate.returncode:
                 raise BenchBroke(f"migrating the task queue failed:\n{migrate.stdout}{migrate.stderr}")
         self._start(
-            "server", self._manage("serve", "--host", "127.0.0.1", "--port", str(self.port)), "listening on"
+            {"server": self._manage("serve", "--host", "127.0.0.1", "--port", str(self.port))}, "listening on"
         )
         return self
 
     def start_runners(self) -> None:
-        """The worker, once every viewer is watching: it would take the queued runs over as soon as it started."""
+        """The workers, once every viewer is watching: they would take the queued runs over as soon as they
+        started."""
         if self.scaled:
-            concurrency = str(max(1, self.debates))
+            concurrency = str(-(-self.debates // self.workers))  # the debates shared out, rounded up
             self._start(
-                "worker", self._manage("worker", "--concurrency", concurrency, "--interval", "0.1"), "ready"
+                {
+                    f"worker {n}": self._manage("worker", "--concurrency", concurrency)
+                    for n in range(1, self.workers + 1)
+                },
+                "ready",
             )
 
     def __exit__(self, *exc: object) -> None:
@@ -274,12 +285,14 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
 
-def measure_fanout(*, layer: str, redis_url: str, debates: int, viewers: int, cps: float) -> dict[str, Any]:
+def measure_fanout(
+    *, layer: str, redis_url: str, debates: int, viewers: int, cps: float, workers: int
+) -> dict[str, Any]:
     """Run the debates with their viewers through one layer; return the lag and frame-rate figures."""
     run_ids = _runs_create(debates, cps)
     viewer_cookie = _session_cookie(BENCH_VIEWER, moderate=False)
     moderator_cookie = _session_cookie(BENCH_MODERATOR, moderate=True)
-    with Server(layer, redis_url, debates) as server:
+    with Server(layer, redis_url, debates, workers) as server:
         try:
             started = time.monotonic()
             audience = asyncio.run(_watch_runs(server, run_ids, viewers, viewer_cookie, moderator_cookie))

@@ -59,7 +59,7 @@ class RunConsumer(AsyncWebsocketConsumer):
     async def dispatch(self, message: dict[str, Any]) -> None:
         if message["type"] in {"run.event", "turn.delta"}:
             # Channels closes stale database connections before every handler, a hop to the one thread that runs
-            # sync code: with a token delta to every viewer ten times a second, live frames queued there behind
+            # sync code: with a token delta to every viewer several times a second, live frames queued there behind
             # other viewers' database work. These handlers reach the database only through
             # database_sync_to_async, which closes stale connections itself.
             await getattr(self, get_handler_name(message))(message)
@@ -90,10 +90,12 @@ class RunConsumer(AsyncWebsocketConsumer):
                 self.gap_wait = asyncio.create_task(self._replay_unless_filled())
 
     async def _send_in_order(self) -> None:
+        # What is ready goes in one websocket message: each message costs the server a write per viewer.
+        html: list[str] = []
         panels, viewer_panels = False, None
         while self.sent_seq + 1 in self.pending:
             event = self.pending.pop(self.sent_seq + 1)
-            await self.send(text_data=event["html"])
+            html.append(event["html"])
             self.sent_seq += 1
             if event.get("panels"):
                 panels, viewer_panels = True, event.get("viewer_panels")
@@ -103,7 +105,9 @@ class RunConsumer(AsyncWebsocketConsumer):
                 viewer_panels = await database_sync_to_async(frames.panels_frame)(
                     self.run_id, self.scope["user"]
                 )
-            await self.send(text_data=viewer_panels)
+            html.append(viewer_panels)
+        if html:
+            await self.send(text_data="".join(html))
 
     async def _replay_unless_filled(self) -> None:
         await asyncio.sleep(REORDER_WAIT_SECONDS)

@@ -64,8 +64,12 @@ def test_a_replay_serves_the_frames_as_published_and_renders_what_is_no_longer_k
 
     cache.delete(keys[5])  # not kept and just committed: not published yet, its message is on its way
     html, last = frames.replay_frames(run.pk, 2, viewer)
-    assert rendered == [] and last == 5  # the kept frames before it; no status yet (the next events bring it)
-    assert "<p>kept frame 4</p>" in html and 'id="run-status"' not in html
+    assert rendered == [] and last == 5
+    # The kept frames before it, as published (the last of a burst carries the status), and no status of the
+    # replay's own: the status shows current state, ahead of the transcript until the next events bring it.
+    kept = [cache.get(key) for key in keys[2:5]]
+    assert html == "".join(frame for frame, _ in kept) and not any(panels for _, panels in kept)
+    assert "<p>kept frame 4</p>" in html
 
     monkeypatch.setattr(frames, "UNPUBLISHED_GRACE_SECONDS", 0)  # as if committed long ago: expired, or its
     cache.delete_many(keys[:5])  # publisher died: those are rendered again from the database, the rest served
@@ -110,3 +114,24 @@ def test_an_event_that_changes_the_panels_carries_what_viewers_without_the_permi
     started = RunEvent.objects.filter(run=run, kind="turn_started").first()
     assert started is not None
     assert "viewer_panels" not in event_message(run_id=run.pk, seq=started.seq)
+
+
+def test_a_burst_of_events_is_published_in_seq_order_with_the_status_in_its_last_message_only(
+    make_run: Any,
+) -> None:
+    from debates.engine.events import event_messages
+
+    run = make_run()
+    assert run_to_stop(run) == "done"
+    started = list(
+        RunEvent.objects.filter(run=run, kind="turn_started")
+        .order_by("seq")[:3]
+        .values_list("seq", flat=True)
+    )
+    assert len(started) == 3
+    messages = event_messages(
+        run_id=run.pk, seqs=[started[2], started[0], started[1]]
+    )  # as the outbox had them
+    assert [m["seq"] for m in messages] == started
+    assert ['id="run-status"' in m["html"] for m in messages] == [False, False, True]
+    assert all("data-key=" in m["html"] for m in messages)  # each still shows its turn

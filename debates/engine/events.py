@@ -53,14 +53,23 @@ def event_publish(*, run_id: int, seq: int) -> None:
     async_to_sync(layer.group_send)(run_group(run_id), event_message(run_id=run_id, seq=seq))
 
 
-async def aevent_publish(*, run_id: int, seq: int, with_status: bool = True) -> None:
+def event_messages(*, run_id: int, seqs: list[int]) -> list[dict[str, Any]]:
+    """The messages of a burst of events, in seq order; only the last carries the (costlier) status widgets."""
+    return [
+        event_message(run_id=run_id, seq=seq, with_status=index == len(seqs) - 1)
+        for index, seq in enumerate(sorted(seqs))
+    ]
+
+
+async def aevent_publish(*, run_id: int, seqs: list[int]) -> None:
+    """Publish a burst of committed events from async code (the runner), in seq order. Rendered in one hop to a
+    thread of its own (and its own connection: rendering must not hold up the runner's database thread)."""
     from channels.db import database_sync_to_async
 
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or not seqs:
         return
-    # Its own thread and connection: rendering a frame must not hold up the runner's database thread.
-    message = await database_sync_to_async(event_message, thread_sensitive=False)(
-        run_id=run_id, seq=seq, with_status=with_status
-    )
-    await layer.group_send(run_group(run_id), message)
+    messages = await database_sync_to_async(event_messages, thread_sensitive=False)(run_id=run_id, seqs=seqs)
+    group = run_group(run_id)
+    for message in messages:
+        await layer.group_send(group, message)

@@ -562,13 +562,12 @@ class Runner:
             while not self._outbox.empty():
                 batch.append(self._outbox.get_nowait())
             done = None in batch
-            # Parallel turns commit in one order and may reach the outbox in another: viewers want seq order.
-            seqs = sorted(seq for seq in batch if seq is not None)
-            for index, seq in enumerate(seqs):
-                try:
-                    await aevent_publish(run_id=self.run_id, seq=seq, with_status=index == len(seqs) - 1)
-                except Exception:  # best effort: viewers replay what they miss from the database
-                    log.exception("run %s: publishing event %s failed", self.run_id, seq)
+            # Parallel turns commit in one order and may reach the outbox in another: published in seq order.
+            seqs = [seq for seq in batch if seq is not None]
+            try:
+                await aevent_publish(run_id=self.run_id, seqs=seqs)
+            except Exception:  # best effort: viewers replay what they miss from the database
+                log.exception("run %s: publishing events %s failed", self.run_id, seqs)
 
     def _notify(self, kind: str, **payload: Any) -> None:
         if self.observer is not None:

@@ -45,6 +45,7 @@ def subprocess_env(*, crash_at: str = "") -> dict[str, str]:
         DATABASE_URL=database_url(),
         DISPUTA_LEASE_SECONDS="1",
         DISPUTA_CONTROL_POLL_SECONDS="0.1",
+        DISPUTA_FLUSH_SECONDS="0.1",  # the named crash points count flushes (mid_stream:N) at this pace
         DISPUTA_TASKS_BACKEND="dummy",  # nothing here may enqueue; the commands drive runs themselves
         DISPUTA_RESUME_ON_START="false",
         DISPUTA_LOG_LEVEL="WARNING",

@@ -36,7 +36,7 @@ def layer(monkeypatch) -> RecordingLayer:
 
 @pytest.mark.django_db(transaction=True)
 def test_deltas_are_coalesced_to_at_most_20_frames_per_second_per_turn(make_run, layer):
-    run = make_run(backend_options={"cps": 1000})  # ~100 characters a flush: every turn takes several
+    run = make_run(backend_options={"cps": 1000})  # ~200 characters a flush: every turn takes several
     run_to_stop(run)
     assert run.status == "completed"
     assert len(layer.deltas) == 8
@@ -99,7 +99,8 @@ def test_the_partial_text_is_saved_at_the_first_frame_then_at_most_every_save_in
 def test_partial_saves_grow_towards_the_committed_text_and_frames_render_parsed_fields(
     make_run, layer, monkeypatch, settings
 ):
-    settings.DISPUTA = {**settings.DISPUTA, "PARTIAL_SAVE_SECONDS": 0}  # every flush saves
+    # Every flush saves, and a turn streams in several flushes.
+    settings.DISPUTA = {**settings.DISPUTA, "PARTIAL_SAVE_SECONDS": 0, "FLUSH_SECONDS": 0.05}
     recorded = _record_saves(monkeypatch)
     run = make_run(backend_options={"cps": 3000})
     run_to_stop(run)

@@ -11,7 +11,7 @@ import re
 
 import pytest
 import redis
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from debates.models import Run
 
@@ -54,8 +54,8 @@ def test_bench_fanout_prints_each_layer_against_the_targets_and_cleans_up(redis_
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(
         "bench fanout: 2 simulated debates at once (1500 characters/s), 3 websocket viewers each, in this process; per "
-        "layer a Daphne server process, running the debates itself (in-memory) or with a worker process running them "
-        "(Redis layers, the scaled setup)"
+        "layer a Daphne server process, running the debates itself (in-memory) or with 2 worker processes running "
+        "them (1 each; Redis layers, the scaled setup)"
     )
     measured = [LINE.match(line) for line in lines[1:4]]
     assert all(measured), out.getvalue()
@@ -70,3 +70,15 @@ def test_bench_fanout_prints_each_layer_against_the_targets_and_cleans_up(redis_
     assert re.fullmatch(r"  redis / inmemory: p95 lag x\d+\.\d\d, wall x\d+\.\d\d", lines[4])
     assert re.fullmatch(r"  redis-pubsub / inmemory: p95 lag x\d+\.\d\d, wall x\d+\.\d\d", lines[5])
     assert not Run.objects.filter(topic__startswith="[bench-fanout]").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--layers", "inmemory,carrier-pigeon"], "unknown layer(s) ['carrier-pigeon']"),
+        (["--workers", "0"], "--workers must be at least 1, not 0"),
+    ],
+)
+def test_bench_fanout_refuses_an_unknown_layer_or_no_worker(args: list[str], error: str):
+    with pytest.raises(CommandError, match=re.escape(error)):
+        call_command("bench", "fanout", *args)

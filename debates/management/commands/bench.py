@@ -464,6 +464,13 @@ class Command(BaseCommand):
             "--viewers", type=int, default=50, help="fanout: websocket viewers per debate (50)."
         )
         parser.add_argument(
+            "--workers",
+            type=int,
+            default=None,
+            help="fanout: worker processes running the debates on the Redis layers, sharing them out (default: one "
+            "per debate, as the README advises where live pages matter).",
+        )
+        parser.add_argument(
             "--layers",
             default="inmemory,redis,redis-pubsub",
             help="fanout: channel layers, in order (inmemory, redis, redis-pubsub; Redis at REDIS_URL).",
@@ -500,12 +507,15 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"bench fanout: unknown layer(s) {unknown}; choose from inmemory, redis, redis-pubsub"
                 )
+            if opts["workers"] is not None and opts["workers"] < 1:
+                raise CommandError(f"bench fanout: --workers must be at least 1, not {opts['workers']}")
             return self._fanout(
                 debates=opts["debates"],
                 viewers=opts["viewers"],
                 layers=layers,
                 cps=cps,
                 database=opts["database"],
+                workers=opts["workers"],
             )
         if which == "pages":
             return self._pages(
@@ -582,8 +592,13 @@ class Command(BaseCommand):
             passed = sum(1 for r in results if r["median_ms"] <= TARGET_PAGE_MS)
             self.stdout.write(f"pages within target: {passed} of {len(results)}")
 
-    def _fanout(self, *, debates: int, viewers: int, layers: list[str], cps: float, database: str) -> None:
+    def _fanout(
+        self, *, debates: int, viewers: int, layers: list[str], cps: float, database: str, workers: int | None
+    ) -> None:
         from debates import bench_fanout
+
+        workers = min(workers or debates, debates)
+        concurrency = -(-debates // workers)  # the debates shared out, rounded up
 
         redis_url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
         if any(layer != "inmemory" for layer in layers):
@@ -592,13 +607,19 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"bench fanout: {debates} simulated debates at once ({cps:.0f} characters/s), {viewers} websocket "
                 f"viewers each, in this process; per layer a Daphne server process, running the debates itself "
-                f"(in-memory) or with a worker process running them (Redis layers, the scaled setup); {where}"
+                f"(in-memory) or with {workers} worker process{'es' if workers > 1 else ''} running them "
+                f"({concurrency} each; Redis layers, the scaled setup); {where}"
             )
             results = []
             for layer in layers:
                 try:
                     result = bench_fanout.measure_fanout(
-                        layer=layer, redis_url=redis_url, debates=debates, viewers=viewers, cps=cps
+                        layer=layer,
+                        redis_url=redis_url,
+                        debates=debates,
+                        viewers=viewers,
+                        cps=cps,
+                        workers=workers,
                     )
                 except Exception as error:  # an overloaded layer can fail outright: that is a result too
                     self.stdout.write(f"  {layer}: FAIL, the bench broke off: {error}")
