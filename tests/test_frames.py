@@ -135,3 +135,15 @@ def test_a_burst_of_events_is_published_in_seq_order_with_the_status_in_its_last
     assert [m["seq"] for m in messages] == started
     assert ['id="run-status"' in m["html"] for m in messages] == [False, False, True]
     assert all("data-key=" in m["html"] for m in messages)  # each still shows its turn
+
+
+def test_a_live_frame_keeps_the_re_run_and_fork_forms_the_page_has(make_run: Any, moderator: User) -> None:
+    """The snapshot sent on connecting (and every frame with the panels) carries the lineage placeholder: marked
+    hx-preserve, htmx keeps the loaded forms instead, so a fork point picked before the snapshot arrived stays."""
+    import re
+
+    run = make_run()
+    assert run_to_stop(run) == "done"
+    snapshot, _ = frames.snapshot_frame(run.pk, moderator)
+    (lineage,) = re.findall(r'<section id="lineage"[^>]*>', snapshot)
+    assert 'hx-preserve="true"' in lineage and 'hx-trigger="load"' in lineage
