@@ -162,9 +162,10 @@ class Server:
         started."""
         if self.scaled:
             concurrency = str(-(-self.debates // self.workers))  # the debates shared out, rounded up
+            # Polling the queue often, each worker takes its debate as the moderator's POST queues it.
             self._start(
                 {
-                    f"worker {n}": self._manage("worker", "--concurrency", concurrency)
+                    f"worker {n}": self._manage("worker", "--concurrency", concurrency, "--interval", "0.1")
                     for n in range(1, self.workers + 1)
                 },
                 "ready",
