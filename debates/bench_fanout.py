@@ -158,8 +158,7 @@ class Server:
         return self
 
     def start_runners(self) -> None:
-        """The workers, once every viewer is watching: they would take the queued runs over as soon as they
-        started."""
+        """The workers, once every viewer is watching."""
         if self.scaled:
             concurrency = str(-(-self.debates // self.workers))  # the debates shared out, rounded up
             # Polling the queue often, each worker takes its debate as the moderator's POST queues it.
@@ -193,8 +192,9 @@ class Server:
 
 
 def _runs_create(debates: int, cps: float) -> list[int]:
-    """Queued, not started: the server starts each when the moderator resumes it."""
-    return [
+    """Queued and held (pause requested), so no worker takes one over before the moderator resumes it: workers
+    that took the runs as they came up started debates while the others were still starting (a second of lag)."""
+    run_ids = [
         services.run_create(
             protocol="cross-examination",
             topic=f"[bench-fanout] Should the city charge cars entering the centre? ({n})",
@@ -206,6 +206,8 @@ def _runs_create(debates: int, cps: float) -> list[int]:
         ).pk
         for n in range(debates)
     ]
+    Run.objects.filter(pk__in=run_ids).update(pause_requested=True)
+    return run_ids
 
 
 def _session_cookie(username: str, *, moderate: bool) -> str:

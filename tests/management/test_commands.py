@@ -1,4 +1,4 @@
-"""The stable commands of DESIGN §8: run_debate, export_run, resume_runs, demo (set-up part), bench."""
+"""The stable commands of DESIGN §8 (run_debate, export_run, resume_runs, demo set-up, bench); the worker's warm-up."""
 
 from __future__ import annotations
 
@@ -191,3 +191,19 @@ class DemoTests:
     def test_simulated_can_be_forced(self, anthropic_api):
         run_command("demo", "--no-serve", "--simulated")
         assert set(Run.objects.values_list("backend", flat=True)) == {"simulated"}
+
+
+def test_a_worker_compiles_the_templates_of_every_protocols_frames_before_it_takes_a_debate(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    from django.template import loader
+
+    from debates.management.commands import worker
+    from debates.protocols import registry
+
+    compiled: list[str] = []
+    real = loader.get_template
+    monkeypatch.setattr(loader, "get_template", lambda name: compiled.append(name) or real(name))
+    worker.frames_warm_up()
+    assert {p.template for p in registry.all_protocols()} <= set(compiled)
+    assert {"debates/run_detail.html", "debates/integrity.html"} <= set(compiled)

@@ -26,6 +26,21 @@ from debates.services import runs_resumable
 log = logging.getLogger("debates.worker")
 
 
+def frames_warm_up() -> None:
+    """Load what rendering a live frame needs before taking a debate: the URLconf (templates reverse URLs; a
+    worker serves no request that would load it) and the templates. Cold, a worker's first frame took 0.26 s
+    instead of 0.02 s while its debate's viewers waited."""
+    from django.template.loader import get_template
+    from django.urls import reverse
+
+    from debates.frames import INTEGRITY_TEMPLATE, RUN_TEMPLATE
+    from debates.protocols import registry
+
+    reverse("run-list")
+    for name in {RUN_TEMPLATE, INTEGRITY_TEMPLATE, *(p.template for p in registry.all_protocols())}:
+        get_template(name)
+
+
 class Command(BaseCommand):
     help = (
         "Run debate tasks from the database queue and take over runs whose runner died "
@@ -74,6 +89,7 @@ class Command(BaseCommand):
 
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, stop)
+        frames_warm_up()
         self.stdout.write(f"worker {worker_id}: ready")
         self.stdout.flush()
         if concurrency == 1:
