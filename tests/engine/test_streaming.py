@@ -76,17 +76,24 @@ def _record_saves(monkeypatch) -> list[tuple[float, str]]:
     return saved
 
 
+def _first_analysis_streamed(make_run, layer, monkeypatch, settings, *, cps: float, **disputa: float):
+    """Run a debate with these settings; its first analysis, that turn's partial saves and its live frames."""
+    settings.DISPUTA = {**settings.DISPUTA, **disputa}
+    saved = _record_saves(monkeypatch)
+    run = make_run(backend_options={"cps": cps})
+    run_to_stop(run)
+    analysis = Turn.objects.get(run=run, key="r1/analysis/analyst-ada")
+    saves = [(at, text) for at, text in saved if analysis.raw_text.startswith(text)]
+    return analysis, saves, layer.deltas[analysis.first_seq]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_partial_text_is_saved_at_the_first_frame_then_at_most_every_save_interval(
     make_run, layer, monkeypatch, settings
 ):
-    settings.DISPUTA = {**settings.DISPUTA, "FLUSH_SECONDS": 0.05, "PARTIAL_SAVE_SECONDS": 0.3}
-    saved = _record_saves(monkeypatch)
-    run = make_run(backend_options={"cps": 1000})
-    run_to_stop(run)
-    analysis = Turn.objects.get(run=run, key="r1/analysis/analyst-ada")
-    frames = layer.deltas[analysis.first_seq]
-    saves = [(at, text) for at, text in saved if analysis.raw_text.startswith(text)]
+    analysis, saves, frames = _first_analysis_streamed(
+        make_run, layer, monkeypatch, settings, cps=1000, FLUSH_SECONDS=0.05, PARTIAL_SAVE_SECONDS=0.3
+    )
     # This turn streamed for over two save intervals in many frames, and was saved when its first frame went out.
     assert frames[-1][0] - frames[0][0] > 0.6 and len(frames) >= 10
     assert saves and saves[0][0] <= frames[0][0]
@@ -100,14 +107,12 @@ def test_partial_saves_grow_towards_the_committed_text_and_frames_render_parsed_
     make_run, layer, monkeypatch, settings
 ):
     # Every flush saves, and a turn streams in several flushes.
-    settings.DISPUTA = {**settings.DISPUTA, "PARTIAL_SAVE_SECONDS": 0, "FLUSH_SECONDS": 0.05}
-    recorded = _record_saves(monkeypatch)
-    run = make_run(backend_options={"cps": 3000})
-    run_to_stop(run)
-    analysis = Turn.objects.get(run=run, key="r1/analysis/analyst-ada")
-    frames = [html for _, html in layer.deltas[analysis.first_seq]]
+    analysis, saves, deltas = _first_analysis_streamed(
+        make_run, layer, monkeypatch, settings, cps=3000, PARTIAL_SAVE_SECONDS=0, FLUSH_SECONDS=0.05
+    )
+    frames = [html for _, html in deltas]
     # Partial saves grow towards the committed text (the commit itself saves the whole of it).
-    partials = [text for _, text in recorded if analysis.raw_text.startswith(text)]
+    partials = [text for _, text in saves]
     assert len(partials) >= 2 and len(partials[0]) < len(analysis.raw_text)
     assert all(len(a) <= len(b) for a, b in zip(partials, partials[1:], strict=False))
     # An early frame already shows the summary as text, not as raw JSON.
