@@ -193,6 +193,7 @@ class DemoTests:
         assert set(Run.objects.values_list("backend", flat=True)) == {"simulated"}
 
 
+@pytest.mark.django_db
 def test_a_worker_compiles_the_templates_of_every_protocols_frames_before_it_takes_a_debate(
     monkeypatch: pytest.MonkeyPatch,
 ):
@@ -204,6 +205,60 @@ def test_a_worker_compiles_the_templates_of_every_protocols_frames_before_it_tak
     compiled: list[str] = []
     real = loader.get_template
     monkeypatch.setattr(loader, "get_template", lambda name: compiled.append(name) or real(name))
-    worker.frames_warm_up()
+    worker.worker_warm_up()
     assert {p.template for p in registry.all_protocols()} <= set(compiled)
     assert {"debates/run_detail.html", "debates/integrity.html"} <= set(compiled)
+
+
+# Run in a fresh process: warm up as a worker does, drive one debate, and list the modules of the project and of its
+# dependencies that the debate imported. The standard library's are left out: the simulated agents seed their random
+# numbers with a string, which loads the C module _sha2 on first use.
+FIRST_DEBATE_OF_A_WARMED_WORKER = """
+import json, sys
+import django
+django.setup()
+from asgiref.sync import async_to_sync
+from django.conf import settings
+from debates.engine.runner import run_execute
+from debates.management.commands.worker import worker_warm_up
+
+worker_warm_up()
+before = set(sys.modules)
+outcome = async_to_sync(run_execute)(int(sys.argv[1]))
+ours = (str(settings.BASE_DIR), "site-packages")
+imported = [
+    name
+    for name in sorted(set(sys.modules) - before)
+    if any(part in (getattr(sys.modules[name], "__file__", None) or "") for part in ours)
+]
+print(json.dumps({"outcome": outcome, "imported": imported}))
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_warmed_worker_imports_nothing_while_it_drives_its_first_debate(make_run):
+    """Ten fresh workers importing the Redis client and the agents as their debates began lagged their viewers by
+    0.3 s (bench fanout): everything the first debate needs is loaded before the worker says it is ready."""
+    import os
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    from tests.engine.crash_helpers import subprocess_env
+
+    run = make_run(backend_options={"cps": 3000})  # streams, so live frames are rendered and sent too
+    env = subprocess_env()
+    if os.environ.get("REDIS_URL"):  # the scaled pass: the Redis channel layer, as its workers have
+        env["REDIS_URL"] = os.environ["REDIS_URL"]
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_DEBATE_OF_A_WARMED_WORKER, str(run.pk)],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"outcome": "done", "imported": []}

@@ -21,24 +21,43 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections, connections
 
 from debates.engine.runner import run_execute
-from debates.services import runs_resumable
+from debates.services import runs_to_take_over
 
 log = logging.getLogger("debates.worker")
 
 
-def frames_warm_up() -> None:
-    """Load what rendering a live frame needs before taking a debate: the URLconf (templates reverse URLs; a
-    worker serves no request that would load it) and the templates. Cold, a worker's first frame took 0.26 s
-    instead of 0.02 s while its debate's viewers waited."""
+def worker_warm_up() -> None:
+    """Do before taking a debate the one-off work of a process's first debate, which would otherwise block its
+    event loop while the debate's viewers wait: load the URLconf (templates reverse URLs; a worker serves no
+    request that would load it), the templates and what they load on first render (the locale's date formats, the
+    integrity panel's signals), import the channel layer's client and the agent backends this process can run, and
+    open the database and the caches. Cold, ten fresh workers starting their debates together took 0.3 s to
+    publish their first event (bench fanout): they were all importing the Redis client and the simulated agents on
+    two cores."""
+    from channels.layers import get_channel_layer
+    from django.core.cache import cache, caches
     from django.template.loader import get_template
     from django.urls import reverse
+    from django.utils import formats
 
+    from debates import integrity  # noqa: F401  (the integrity panel's tag imports it on first render)
+    from debates.agents.base import backend_choices, backend_get
     from debates.frames import INTEGRITY_TEMPLATE, RUN_TEMPLATE
+    from debates.models import Run
     from debates.protocols import registry
 
     reverse("run-list")
     for name in {RUN_TEMPLATE, INTEGRITY_TEMPLATE, *(p.template for p in registry.all_protocols())}:
         get_template(name)
+    formats.get_format_modules()
+    get_channel_layer()
+    for choice in backend_choices():
+        if not choice["disabled_reason"]:
+            backend_get(choice["name"])
+    Run.objects.exists()
+    cache.get("worker-warm-up")
+    caches["fragments"].get("worker-warm-up")
+    connections.close_all()  # the slots' threads open their own
 
 
 class Command(BaseCommand):
@@ -89,7 +108,7 @@ class Command(BaseCommand):
 
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, stop)
-        frames_warm_up()
+        worker_warm_up()
         self.stdout.write(f"worker {worker_id}: ready")
         self.stdout.flush()
         if concurrency == 1:
@@ -139,7 +158,7 @@ class Command(BaseCommand):
     def _take_over_one(self, worker_id: str) -> bool:
         """Drive one run whose runner died, if any; False when there was none to take."""
         close_old_connections()
-        ready, _ = runs_resumable()
+        ready = runs_to_take_over()
         # Two idle workers seldom race for the same run (the lease settles it if they do).
         random.shuffle(ready)
         for run_id in ready:
