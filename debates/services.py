@@ -509,6 +509,39 @@ def runs_resumable(*, now: datetime | None = None) -> tuple[list[int], datetime 
     return ready, next_expiry
 
 
+# A wake-up task is queued just after the change that calls for it commits: a run changed this recently is about to
+# be taken by the worker that takes that task.
+TAKEOVER_GRACE_SECONDS = 1.0
+
+
+def runs_to_take_over(*, now: datetime | None = None) -> list[int]:
+    """The runs an idle worker of the database task queue should take over: those runs_resumable finds, less those
+    another worker is about to drive, namely a run whose wake-up task is still queued and one changed within
+    TAKEOVER_GRACE_SECONDS (its wake-up is being queued). Taken over as well, such a run left the worker that then
+    took its task waiting for the lease as long as the debate went on: in bench fanout, four debates of ten
+    started only as others ended."""
+    from django_tasks_db.models import DBTaskResult
+
+    from debates.tasks import run_debate_task
+
+    now = now or timezone.now()
+    ready, _ = runs_resumable(now=now)
+    if not ready:
+        return []
+    queued = {
+        args_kwargs["args"][0]
+        for args_kwargs in DBTaskResult.objects.ready()
+        .filter(task_path=run_debate_task.module_path)
+        .values_list("args_kwargs", flat=True)
+    }
+    changed = set(
+        RunEvent.objects.filter(
+            run_id__in=ready, created_at__gt=now - timedelta(seconds=TAKEOVER_GRACE_SECONDS)
+        ).values_list("run_id", flat=True)
+    )
+    return [run_id for run_id in ready if run_id not in queued and run_id not in changed]
+
+
 def runs_resume_due() -> list[int]:
     ready, _ = runs_resumable()
     for run_id in ready:

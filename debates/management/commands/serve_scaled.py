@@ -48,7 +48,7 @@ class Command(BaseCommand):
             raise CommandError(f"serve_scaled needs {', '.join(missing)} in the environment")
         if workers < 1:
             raise CommandError("--workers must be at least 1")
-        _database_create_if_missing()
+        database_create_if_missing()
         call_command("migrate", interactive=False, verbosity=0)
         manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
         processes = {"web": [*manage, "serve", "--host", host, "--port", str(port)]}
@@ -62,16 +62,22 @@ class Command(BaseCommand):
         sys.exit(manager.returncode)
 
 
-def _database_create_if_missing() -> None:
-    """A fresh PostgreSQL server has no database of Disputa's name yet: create it (trust or a role that may)."""
-    from django.db import OperationalError, connection
+def database_create_if_missing(settings_dict: dict[str, Any] | None = None) -> None:
+    """A fresh PostgreSQL server has no database of Disputa's name yet: create it (trust or a role that may).
+    Asked of the server's maintenance database, without the connection pool (Django gives none to its no-database
+    alias): through the pool, a database that does not exist, or a server that does not answer, is retried for the
+    pool's whole timeout (30 s) and then reported only as a timeout."""
+    from django.db import OperationalError, connections
+    from django.db.backends.base.base import NO_DB_ALIAS
 
+    default = connections["default"]
+    settings_dict = settings_dict or default.settings_dict
+    server = type(default)(settings_dict, alias=NO_DB_ALIAS)
+    name = settings_dict["NAME"]
     try:
-        connection.ensure_connection()
-        return
+        with server._nodb_cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+            if cursor.fetchone() is None:
+                cursor.execute(f"CREATE DATABASE {server.ops.quote_name(name)}")
     except OperationalError as error:
-        if "does not exist" not in str(error):
-            raise CommandError(f"cannot reach the database of DATABASE_URL: {error}") from error
-    name = connection.settings_dict["NAME"]
-    with connection._nodb_cursor() as cursor:  # Django's own way to reach the server's maintenance database
-        cursor.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")
+        raise CommandError(f"cannot reach the PostgreSQL server of DATABASE_URL: {error}") from error
