@@ -75,34 +75,59 @@ def kb_marks_frame(run: Run, kb: dict[str, Any] | None, event: RunEvent | None =
 
 
 def event_frame(event: RunEvent, *, with_status: bool = True) -> tuple[str, bool]:
-    """The frame for one event, from the current state of what it touched; True if per-user panels changed.
-    Status widgets are left out of all but the last of a burst (`with_status`); they show current state."""
-    run = Run.objects.get(pk=event.run_id)
+    """The frame for one event, from the current state of what it touched; True if per-user panels changed."""
+    return event_frames([event], with_status=with_status)[0]
+
+
+def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tuple[str, bool]]:
+    """The frames of a burst of events of one run, in the order given, rendered from one read of the run (its
+    panels, seat names, protocol context and the turns the events touched); each frame shows the current state of
+    what its event touched. The widgets that show the run's current state are rendered once for the burst: the
+    status in the last frame (or, `with_status` false, in the last that changed the panels), the outcome and the
+    integrity panel in the last that changed the panels. Every frame of a burst is kept for replays before any is
+    sent, so a viewer who misses some still ends on those widgets."""
+    run = Run.objects.get(pk=events[0].run_id)
     specs = selectors.run_panel_specs(run)
-    shared = [p for p in specs if not p.per_user and event.kind in p.refresh_on]
-    per_user = any(p.per_user and event.kind in p.refresh_on for p in specs)
-    kb = selectors.run_protocol_context(run) if shared or event.kind == "turn_committed" else None
-    parts = []
-    if event.kind in TURN_EVENTS:
-        turn = run.turns.select_related("seat").get(key=event.payload["key"])
-        card = selectors.turn_card(turn, run.protocol, selectors.seat_names(run), kb)
-        if event.kind == "turn_started":
-            parts.append(
-                '<div hx-swap-oob="beforeend:#transcript">' + _partial("turn", {"card": card}) + "</div>"
-            )
-        else:
-            parts.append(_partial("turn", {"card": card, "oob": True}))
-    if shared:
-        ids = {p.id for p in shared}
-        parts += [_panel(p) for p in selectors.run_panels(run, per_user=False, kb=kb) if p["id"] in ids]
-        parts.append(kb_marks_frame(run, kb, event))
-    panels = event.kind not in TURN_EVENTS or per_user
-    if with_status or panels:
-        parts.append(status_frame(run))
-    if panels:
-        parts.append(_partial("outcome", {"run": run, "oob": True}))
-        parts.append(integrity_frame(run))
-    return "".join(parts), panels
+    panels_by_event = [
+        e.kind not in TURN_EVENTS or any(p.per_user and e.kind in p.refresh_on for p in specs) for e in events
+    ]
+    last_panels = max((i for i, panels in enumerate(panels_by_event) if panels), default=None)
+    status_at = len(events) - 1 if with_status else last_panels
+    shared_by_event = [[p for p in specs if not p.per_user and e.kind in p.refresh_on] for e in events]
+    kb_by_event = [
+        bool(shared) or e.kind == "turn_committed" for e, shared in zip(events, shared_by_event, strict=True)
+    ]
+    kb = selectors.run_protocol_context(run) if any(kb_by_event) else None
+    keys = [e.payload["key"] for e in events if e.kind in TURN_EVENTS]
+    turns = {t.key: t for t in run.turns.select_related("seat").filter(key__in=keys)} if keys else {}
+    names = selectors.seat_names(run) if keys else {}
+    frames = []
+    for index, (event, shared, needs_kb, panels) in enumerate(
+        zip(events, shared_by_event, kb_by_event, panels_by_event, strict=True)
+    ):
+        event_kb = kb if needs_kb else None
+        parts = []
+        if event.kind in TURN_EVENTS:
+            card = selectors.turn_card(turns[event.payload["key"]], run.protocol, names, event_kb)
+            if event.kind == "turn_started":
+                parts.append(
+                    '<div hx-swap-oob="beforeend:#transcript">' + _partial("turn", {"card": card}) + "</div>"
+                )
+            else:
+                parts.append(_partial("turn", {"card": card, "oob": True}))
+        if shared:
+            ids = {p.id for p in shared}
+            parts += [
+                _panel(p) for p in selectors.run_panels(run, per_user=False, kb=event_kb) if p["id"] in ids
+            ]
+            parts.append(kb_marks_frame(run, event_kb, event))
+        if index == status_at:
+            parts.append(status_frame(run))
+        if index == last_panels:
+            parts.append(_partial("outcome", {"run": run, "oob": True}))
+            parts.append(integrity_frame(run))
+        frames.append(("".join(parts), panels))
+    return frames
 
 
 def integrity_frame(run: Run) -> str:
@@ -166,7 +191,7 @@ UNPUBLISHED_GRACE_SECONDS = 5
 
 def replay_frames(run_id: int, after_seq: int, user: Any) -> tuple[str, int]:
     """Frames of the events after `after_seq`, for a viewer who missed a message: each event's frame as it was
-    published (kept by event_frame_keep, before its message was sent), then the status once caught up. A
+    published (kept by event_frames_keep, before its message was sent), then the status once caught up. A
     dropped message is usually dropped for every viewer of the run, who then replay the same events: they share
     the kept frames instead of each rendering them. An event not kept has not been published yet (its message is
     on its way: the replay stops before it) unless it is older than UNPUBLISHED_GRACE_SECONDS (its publisher died,
@@ -209,7 +234,11 @@ def _event_frame_key(run_id: int, seq: int, created_at: Any) -> str:
     return f"event-frame:{run_id}:{seq}:{created_at.timestamp()}"
 
 
-def event_frame_keep(event: RunEvent, html: str, panels: bool) -> None:
-    cache.set(
-        _event_frame_key(event.run_id, event.seq, event.created_at), (html, panels), EVENT_FRAME_SECONDS
+def event_frames_keep(events: list[RunEvent], frames: list[tuple[str, bool]]) -> None:
+    cache.set_many(
+        {
+            _event_frame_key(e.run_id, e.seq, e.created_at): frame
+            for e, frame in zip(events, frames, strict=True)
+        },
+        EVENT_FRAME_SECONDS,
     )

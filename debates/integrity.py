@@ -5,7 +5,7 @@ mismatches, and whether the human agreed with the judge.
 API (selectors; read-only, no protocol is changed):
 
 - ``run_signals(run) -> dict``: the signals of one run (the run page's ``#integrity`` panel), plus the agreement
-  across runs of the same protocol.
+  across runs of the same protocol once the run has completed (the panel shows none before).
 - ``runs_signals(runs) -> dict[int, dict]``: the same dict (without the across-runs figure) for many runs, by id, in
   a fixed number of queries whatever the number of runs (the archive's page). ``runs`` are run ids or ``Run``
   instances (instances are used as they are, ids are fetched in one query).
@@ -385,9 +385,12 @@ def runs_signals(runs: Iterable[int | Run]) -> dict[int, dict[str, Any]]:
 
 
 def run_signals(run: Run) -> dict[str, Any]:
-    """The signals of one run, with the human-vs-judge agreement across runs of its protocol."""
+    """The signals of one run, with the human-vs-judge agreement across runs of its protocol once it has completed.
+    Not before: the panel shows nothing until then, and a live run's panel is re-rendered with every change of its
+    state (an aggregate over every run of the protocol each time, for nothing)."""
     signals = runs_signals([run])[run.pk]
-    signals["agreement"] = agreement_stats(Run.objects.filter(protocol=run.protocol))
+    if signals["applicable"]:
+        signals["agreement"] = agreement_stats(Run.objects.filter(protocol=run.protocol))
     return signals
 
 

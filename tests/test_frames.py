@@ -137,6 +137,29 @@ def test_a_burst_of_events_is_published_in_seq_order_with_the_status_in_its_last
     assert all("data-key=" in m["html"] for m in messages)  # each still shows its turn
 
 
+def test_a_burst_of_events_is_rendered_from_one_read_of_the_run(make_run: Any) -> None:
+    """Ten debates starting at once each publish a burst (the run's status, its turns started, its state): the
+    worker reads the run, its seats and its turns once for the burst, and renders the widgets showing the run's
+    current state once, not once per event."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from debates.engine.events import event_messages
+
+    run = make_run()
+    assert run_to_stop(run) == "done"
+    burst = list(RunEvent.objects.filter(run=run, seq__lte=6).order_by("seq").values_list("kind", flat=True))
+    assert burst.count("turn_started") == 3 and "run_status" in burst  # the first stage's start
+    with CaptureQueriesContext(connection) as one_event:
+        event_messages(run_id=run.pk, seqs=[3])
+    with CaptureQueriesContext(connection) as whole_burst:
+        messages = event_messages(run_id=run.pk, seqs=[1, 2, 3, 4, 5, 6])
+    assert [m["seq"] for m in messages] == [1, 2, 3, 4, 5, 6]
+    # One event: the run, its turn, seats, status. The burst adds what its panel-changing events show, once (43
+    # queries when every event was rendered on its own).
+    assert len(whole_burst) < 2 * len(one_event), [q["sql"][:80] for q in whole_burst.captured_queries]
+
+
 def test_a_live_frame_keeps_the_re_run_and_fork_forms_the_page_has(make_run: Any, moderator: User) -> None:
     """The snapshot sent on connecting (and every frame with the panels) carries the lineage placeholder: marked
     hx-preserve, htmx keeps the loaded forms instead, so a fork point picked before the snapshot arrived stays."""

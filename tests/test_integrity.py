@@ -210,12 +210,16 @@ class RuleTests:
             "rate": 50.0,
         }
 
-    def test_a_running_run_has_no_signals_yet(self, make_run):
+    def test_a_running_run_has_no_signals_yet_and_costs_no_query(self, make_run, django_assert_num_queries):
+        """Its panel is re-rendered with every change of its state: nothing is read for signals it does not show,
+        not even the agreement across runs."""
         run = make_run()
         Run.objects.filter(pk=run.pk).update(status="running")
         run.refresh_from_db()
-        signals = run_signals(run)
+        with django_assert_num_queries(0):
+            signals = run_signals(run)
         assert not signals["applicable"] and signals["seats"] == [] and signals["handshakes"] is None
+        assert "agreement" not in signals
 
     def test_a_protocol_without_the_notion_says_not_applicable(self, make_run):
         run = finish(make_run(), protocol="consultation", outcome={"anything": 1})

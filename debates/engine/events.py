@@ -28,21 +28,9 @@ def event_append(*, run_id: int, kind: str, payload: dict[str, Any] | None = Non
     return seq
 
 
-def event_message(*, run_id: int, seq: int, with_status: bool = True) -> dict[str, Any]:
+def event_message(*, run_id: int, seq: int) -> dict[str, Any]:
     """The channel-layer message announcing event `seq`, with its frame rendered once for every viewer."""
-    from django.contrib.auth.models import AnonymousUser
-
-    from debates.frames import event_frame, event_frame_keep, panels_frame
-
-    event = RunEvent.objects.get(run_id=run_id, seq=seq)
-    html, panels = event_frame(event, with_status=with_status)
-    event_frame_keep(event, html, panels)
-    message: dict[str, Any] = {"type": "run.event", "seq": seq, "html": html, "panels": panels}
-    if panels:
-        # What every viewer without the moderate permission sees in the panels (no control): rendered here once,
-        # so the consumers of a run's many viewers need not each read the database for it.
-        message["viewer_panels"] = panels_frame(run_id, AnonymousUser())
-    return message
+    return event_messages(run_id=run_id, seqs=[seq])[0]
 
 
 def event_publish(*, run_id: int, seq: int) -> None:
@@ -54,11 +42,27 @@ def event_publish(*, run_id: int, seq: int) -> None:
 
 
 def event_messages(*, run_id: int, seqs: list[int]) -> list[dict[str, Any]]:
-    """The messages of a burst of events, in seq order; only the last carries the (costlier) status widgets."""
-    return [
-        event_message(run_id=run_id, seq=seq, with_status=index == len(seqs) - 1)
-        for index, seq in enumerate(sorted(seqs))
-    ]
+    """The messages of a burst of events, in seq order, with their frames rendered once for every viewer from one
+    read of the run; only the last carries the (costlier) status widgets. Each frame is kept for replays before
+    its message is sent."""
+    from django.contrib.auth.models import AnonymousUser
+
+    from debates.frames import event_frames, event_frames_keep, panels_frame
+
+    events = list(RunEvent.objects.filter(run_id=run_id, seq__in=seqs).order_by("seq"))
+    if not events:
+        return []
+    frames = event_frames(events)
+    event_frames_keep(events, frames)
+    messages = []
+    for event, (html, panels) in zip(events, frames, strict=True):
+        message: dict[str, Any] = {"type": "run.event", "seq": event.seq, "html": html, "panels": panels}
+        if panels:
+            # What every viewer without the moderate permission sees in the panels (no control): rendered here
+            # once, so the consumers of a run's many viewers need not each read the database for it.
+            message["viewer_panels"] = panels_frame(run_id, AnonymousUser())
+        messages.append(message)
+    return messages
 
 
 async def aevent_publish(*, run_id: int, seqs: list[int]) -> None:
