@@ -139,7 +139,8 @@ def archive_queryset(data: dict[str, Any]) -> QuerySet[Run]:
         runs = runs.exclude(judge_pick="").filter(human_pick=F("judge_pick"))
     if data.get("date_from"):
         runs = runs.filter(created_at__gte=_day_start(data["date_from"]))
-    if data.get("date_to"):
+    # The last date there is (9999-12-31) bounds nothing, and has no next day to stop before.
+    if data.get("date_to") and data["date_to"] < dt.date.max:
         runs = runs.filter(created_at__lt=_day_start(data["date_to"] + dt.timedelta(days=1)))
     runs = text_search(runs, data.get("q") or "")
     return runs.order_by("-created_at", "-id")

@@ -13,14 +13,23 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (Django must be set
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from debates.origin import SameOriginValidator  # noqa: E402
+from debates.request_limits import BodySizeLimit, daphne_body_limit_install  # noqa: E402
 from debates.routing import websocket_urlpatterns  # noqa: E402
 from debates.startup import ResumeOnStartup  # noqa: E402
+
+# Whatever server imports this application (manage.py serve, the scaled setup, the tests' live server): an
+# oversized body is refused when its headers arrive.
+daphne_body_limit_install()
 
 application = ResumeOnStartup(
     ProtocolTypeRouter(
         {
-            "http": django_asgi_app,
-            "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),  # type: ignore[arg-type]
+            "http": BodySizeLimit(django_asgi_app),
+            # Host in ALLOWED_HOSTS (channels), then the whole origin, port included, is this site's own.
+            "websocket": AllowedHostsOriginValidator(
+                SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))  # type: ignore[arg-type]
+            ),
         }
     )
 )

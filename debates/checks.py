@@ -29,3 +29,21 @@ def check_task_backend_and_channel_layer(app_configs: Any = None, **kwargs: Any)
             )
         ]
     return []
+
+
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def check_tls_allowed_hosts(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """With TLS on, the site is public: its host names must be listed, not the local defaults."""
+    if getattr(settings, "TLS", False) and set(settings.ALLOWED_HOSTS) <= LOCAL_HOSTS:
+        return [
+            checks.Warning(
+                "DISPUTA_TLS is on but DJANGO_ALLOWED_HOSTS names only local hosts "
+                f"({', '.join(settings.ALLOWED_HOSTS) or 'none'}).",
+                hint="Set DJANGO_ALLOWED_HOSTS to the public host name(s), comma-separated (README: Deploying).",
+                id="debates.W001",
+            )
+        ]
+    return []

@@ -15,6 +15,17 @@ from debates.protocols import comparative, consultation, market_panel, registry
 DEFAULT_ANALYSTS = (
     "Ada: economic costs and benefits\nBo: risks and second-order effects\nCy: evidence quality"
 )
+# Numbers end up in database columns (debates.models): the forms bound them to the columns' ranges, so an
+# out-of-range value is an error on its field, never an overflow in the database.
+BIGINT_MAX = 2**63 - 1  # Run.budget_tokens, Run.seed: BigIntegerField
+SEED_MAX = 2**31  # the new-run form's range (any seed reproduces its debate; small ones are easy to type)
+TOKENS_ERRORS = {"max_value": "That is more tokens than a budget can hold (at most %(limit_value)s)."}
+# Run.budget_usd: DecimalField(max_digits=10, decimal_places=4).
+USD_ERRORS = {
+    "max_digits": "That is too large: at most 999999.9999 USD.",
+    "max_whole_digits": "That is too large: at most 999999.9999 USD.",
+    "max_decimal_places": "Use at most 4 decimal places.",
+}
 ANSWER_STYLES = [
     ("mixed", "Mixed: defend strong claims, concede weak ones, sometimes deflect"),
     ("defend", "Always defend"),
@@ -31,6 +42,9 @@ def parse_analysts(text: str) -> list[dict[str, str]]:
         name, _, lens = line.partition(":")
         if not name.strip():
             raise forms.ValidationError(f"Line {number}: write the analyst as 'Name: lens'.")
+        # The config's limits (cross_examination.AnalystConfig), said next to the field.
+        if len(name.strip()) > 60 or len(lens.strip()) > 300:
+            raise forms.ValidationError(f"Line {number}: a name is at most 60 characters, a lens 300.")
         analysts.append({"name": name.strip(), "lens": lens.strip()})
     if not analysts:
         raise forms.ValidationError("Name at least one analyst, one per line as 'Name: lens'.")
@@ -243,6 +257,7 @@ class RunForm(forms.Form):
         min_value=0,
         max_digits=10,
         decimal_places=4,
+        error_messages=USD_ERRORS,
         required=False,
         label="Auto-approve under (USD)",
         help_text="The estimated cost a run starts at without your consent; 0 always asks. Blank: the site "
@@ -264,13 +279,20 @@ class RunForm(forms.Form):
         min_value=0,
         max_digits=10,
         decimal_places=4,
+        error_messages=USD_ERRORS,
         required=False,
         label="Budget (USD)",
         help_text="The run stops before any call that could take it past this; blank = no limit.",
     )
-    budget_tokens = forms.IntegerField(min_value=0, required=False, label="Budget (tokens)")
+    budget_tokens = forms.IntegerField(
+        min_value=0,
+        max_value=BIGINT_MAX,
+        error_messages=TOKENS_ERRORS,
+        required=False,
+        label="Budget (tokens)",
+    )
     seed = forms.IntegerField(
-        min_value=0, max_value=2**31, required=False, help_text="Same seed, same debate."
+        min_value=0, max_value=SEED_MAX, required=False, help_text="Same seed, same debate."
     )
     # Simulation settings: make the simulated agents take every branch of the protocol.
     sim_answers = forms.ChoiceField(choices=ANSWER_STYLES, initial="mixed", label="Simulated answers")
@@ -602,8 +624,12 @@ class RunForm(forms.Form):
 
 
 class BudgetForm(forms.Form):
-    budget_usd = forms.DecimalField(min_value=0, max_digits=10, decimal_places=4, required=False)
-    budget_tokens = forms.IntegerField(min_value=0, required=False)
+    budget_usd = forms.DecimalField(
+        min_value=0, max_digits=10, decimal_places=4, error_messages=USD_ERRORS, required=False
+    )
+    budget_tokens = forms.IntegerField(
+        min_value=0, max_value=BIGINT_MAX, error_messages=TOKENS_ERRORS, required=False
+    )
 
     def error_list(self) -> list[str]:
         return [f"{field}: {' '.join(str(e) for e in errors)}" for field, errors in self.errors.items()]

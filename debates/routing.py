@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from django.urls import path
 
+from debates import converters
 from debates.consumers import RunConsumer
 
-websocket_urlpatterns = [path("ws/runs/<int:run_id>/", RunConsumer.as_asgi())]  # type: ignore[arg-type]
+converters.register()  # the asgi app may load this before debates/urls.py
+
+websocket_urlpatterns = [path("ws/runs/<id:run_id>/", RunConsumer.as_asgi())]  # type: ignore[arg-type]

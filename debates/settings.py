@@ -8,6 +8,8 @@ channel layer, no ANTHROPIC_API_KEY means the simulated backend.
 from __future__ import annotations
 
 import os
+import secrets
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlparse
 
@@ -25,15 +27,47 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.")
-    SECRET_KEY = "disputa-insecure-development-key-only-for-debug-mode"
+def secret_key_load(var_dir: Path) -> str:
+    """The key in the var directory, made on first run (mode 0600) and reused: never a key shipped in the code.
+    Two processes starting at once (Daphne and its workers, parallel tests) agree on one: the file appears whole
+    or not at all (a private temporary file, then a hard link that fails if another process won)."""
+    path = var_dir / "secret-key"
+    if not path.exists():
+        temporary = var_dir / f".secret-key-{os.getpid()}-{secrets.token_hex(4)}"
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_urlsafe(50) + "\n")
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+        finally:
+            temporary.unlink()
+    return path.read_text(encoding="ascii").strip()
+
+
+# Off unless asked for: the debug page shows settings, paths and source to whoever triggers an error.
+DEBUG = env_bool("DJANGO_DEBUG", False)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "") or secret_key_load(VAR_DIR)
 
 ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+# Behind TLS (README "Deploying"): cookies only over HTTPS, HTTP redirected, HSTS. DJANGO_PROXY_SSL_HEADER names
+# the header a TLS-terminating proxy sets (e.g. X-Forwarded-Proto) so requests it forwarded count as secure.
+TLS = env_bool("DISPUTA_TLS", False)
+if TLS:
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", True)
+if os.environ.get("DJANGO_PROXY_SSL_HEADER"):
+    SECURE_PROXY_SSL_HEADER = (
+        "HTTP_" + os.environ["DJANGO_PROXY_SSL_HEADER"].upper().replace("-", "_"),
+        "https",
+    )
 
 INSTALLED_APPS = [
     "daphne",
@@ -45,12 +79,14 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "axes",
     "debates",
     "kb",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "debates.middleware.RefuseNulCharacters",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -59,6 +95,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "debates.urls"
@@ -195,6 +233,20 @@ if _task_backend == "database":
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# Login throttling (django-axes): five wrong passwords for one account, or from one address, lock that account or
+# address out for 15 minutes (429 and a page that says so); a successful login clears the count.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("DISPUTA_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("DISPUTA_LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+# The attempted username as axes records it, cut to its column (a longer one is a failed login, not a 500).
+AXES_USERNAME_CALLABLE = "debates.middleware.axes_username"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "run-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -246,6 +298,10 @@ CSRF_COOKIE_HTTPONLY = False
 # API keys are read from the environment by the SDKs when a call is made; they are never copied into settings,
 # the database, pages, logs or exports.
 DISPUTA = {
+    # The largest request body taken anywhere but the KB upload form (kb.limits): refused with 413 before it is
+    # read (debates.request_limits). Above Django's 2.5 MB for form fields, so a long material still gets the
+    # form's own message.
+    "MAX_REQUEST_BYTES": int(os.environ.get("DISPUTA_MAX_REQUEST_BYTES", str(3 * 1024 * 1024))),
     # Load and abuse limits (debates.quotas); 0 turns one off.
     "MAX_ACTIVE_RUNS_PER_USER": int(os.environ.get("DISPUTA_MAX_ACTIVE_RUNS_PER_USER", "5")),
     "MAX_RUNS_PER_HOUR": int(os.environ.get("DISPUTA_MAX_RUNS_PER_HOUR", "30")),

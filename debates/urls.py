@@ -3,33 +3,34 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from debates import views, views_exports, views_review
+from debates import converters, views, views_exports, views_review
+
+# Ids in paths are `<id:...>`: digits that fit the database's id column (a longer number is a 404, not a 500).
+converters.register()
 
 urlpatterns = [
     path("", views.run_list, name="run-list"),
     path("runs/new/", views.run_new, name="run-new"),
     path("runs/new/criteria/", views.run_new_criteria, name="run-new-criteria"),
-    path("runs/<int:run_id>/", views.run_detail, name="run-detail"),
-    path("runs/<int:run_id>/read/", views_review.run_read, name="run-read"),
+    path("runs/<id:run_id>/", views.run_detail, name="run-detail"),
+    path("runs/<id:run_id>/read/", views_review.run_read, name="run-read"),
     path("runs/compare/", views_review.run_compare, name="run-compare"),
-    path("runs/<int:run_id>/control/<str:action>/", views.run_control, name="run-control"),
-    path("runs/<int:run_id>/human/", views.human_turn_submit, name="human-turn-submit"),
-    path("runs/<int:run_id>/consent/", views.run_consent, name="run-consent"),
-    path("runs/<int:run_id>/budget/", views.run_budget, name="run-budget"),
-    path("runs/<int:run_id>/pick/", views.run_pick, name="run-pick"),
+    path("runs/<id:run_id>/control/<str:action>/", views.run_control, name="run-control"),
+    path("runs/<id:run_id>/human/", views.human_turn_submit, name="human-turn-submit"),
+    path("runs/<id:run_id>/consent/", views.run_consent, name="run-consent"),
+    path("runs/<id:run_id>/budget/", views.run_budget, name="run-budget"),
+    path("runs/<id:run_id>/pick/", views.run_pick, name="run-pick"),
     path("decisions/", views.decisions, name="decisions"),
-    path("runs/<int:run_id>/export.json", views.run_export, name="run-export-json"),
-    path("runs/<int:run_id>/run-dir.zip", views.run_export_dir, name="run-export-zip"),
-    path("runs/<int:run_id>/brief.md", views.run_export_brief_md, name="run-export-brief"),
+    path("runs/<id:run_id>/export.json", views.run_export, name="run-export-json"),
+    path("runs/<id:run_id>/run-dir.zip", views.run_export_dir, name="run-export-zip"),
+    path("runs/<id:run_id>/brief.md", views.run_export_brief_md, name="run-export-brief"),
+    path("runs/<id:run_id>/transcript.md", views_exports.run_export_transcript, name="run-export-transcript"),
+    path("runs/<id:run_id>/artifacts.zip", views_exports.run_export_artifacts, name="run-export-artifacts"),
+    path("runs/<id:run_id>/lineage/", views_exports.run_lineage_panel, name="run-lineage"),
+    path("runs/<id:run_id>/rerun/", views_exports.run_rerun, name="run-rerun"),
+    path("runs/<id:run_id>/fork/", views_exports.run_fork, name="run-fork"),
     path(
-        "runs/<int:run_id>/transcript.md", views_exports.run_export_transcript, name="run-export-transcript"
-    ),
-    path("runs/<int:run_id>/artifacts.zip", views_exports.run_export_artifacts, name="run-export-artifacts"),
-    path("runs/<int:run_id>/lineage/", views_exports.run_lineage_panel, name="run-lineage"),
-    path("runs/<int:run_id>/rerun/", views_exports.run_rerun, name="run-rerun"),
-    path("runs/<int:run_id>/fork/", views_exports.run_fork, name="run-fork"),
-    path(
-        "runs/<int:run_id>/mutations/<int:mutation_id>/decide/",
+        "runs/<id:run_id>/mutations/<id:mutation_id>/decide/",
         views.run_mutation_decide,
         name="run-mutation-decide",
     ),

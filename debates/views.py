@@ -7,7 +7,7 @@ import uuid
 from django.conf import settings
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotFound
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -299,7 +299,9 @@ def run_mutation_decide(request: HttpRequest, run_id: int, mutation_id: int) -> 
         return redirect(f"{reverse('run-detail', args=[run.pk])}#approvals")
     run.refresh_from_db()
     panel = selectors.run_panels(run, request.user, per_user=True, message=message, error_for=error_for)
-    approvals = next(p for p in panel if p["id"] == "approvals")
+    approvals = next((p for p in panel if p["id"] == "approvals"), None)
+    if approvals is None:  # a protocol that proposes no KB changes: the service refused, there is no panel
+        return HttpResponseNotFound(message, content_type="text/plain; charset=utf-8")
     # 200 even when refused: htmx swaps only successful answers, and the panel says what went wrong.
     return render(request, approvals["template"], {"panel": approvals, "kb": approvals["kb"]})
 

@@ -12,6 +12,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from debates import lineage, quotas
 from debates.export_files import ExportUnavailable, export_file
+from debates.forms import SEED_MAX
 from debates.models import Run
 
 RUN_TEMPLATE = "debates/run_detail.html"
@@ -75,7 +76,9 @@ def _overrides(request: HttpRequest) -> tuple[str | None, str | None, int | None
     try:
         seed = int(seed_text) if seed_text else None
     except ValueError:
-        raise lineage.LineageRefused(f"Seed: {seed_text!r} is not a whole number.") from None
+        raise lineage.LineageRefused(f"Seed: {seed_text[:40]!r} is not a whole number.") from None
+    if seed is not None and not 0 <= seed <= SEED_MAX:  # the new-run form's range; the column's is wider
+        raise lineage.LineageRefused(f"Seed: use a whole number from 0 to {SEED_MAX}.")
     backend = request.POST.get("backend", "").strip() or None
     return backend, request.POST.get("model", "").strip() or None, seed
 

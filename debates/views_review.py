@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from debates import review
+from debates.converters import parse_id
 from debates.models import Run
 
 
@@ -19,19 +20,12 @@ def run_read(request: HttpRequest, run_id: int) -> HttpResponse:
     return render(request, "debates/run_read.html", review.reader_context(run, thread=thread))
 
 
-def _run_id(value: str | None) -> int | None:
-    try:
-        return int(value) if value else None
-    except ValueError:
-        return None
-
-
 @require_GET
 @login_required
 def run_compare(request: HttpRequest) -> HttpResponse:
     """`?a=<id>&b=<id>`: the two runs side by side. With `a` alone (or nothing), the picker of runs to compare."""
     raw_a, raw_b = request.GET.get("a", ""), request.GET.get("b", "")
-    a_id, b_id = _run_id(raw_a), _run_id(raw_b)
+    a_id, b_id = parse_id(raw_a), parse_id(raw_b)  # not an id (too long, not digits): 'No run …'
     runs = {r.pk: r for r in Run.objects.select_related("kb").filter(pk__in=[i for i in (a_id, b_id) if i])}
     a, b = runs.get(a_id) if a_id else None, runs.get(b_id) if b_id else None
     error, status = "", 200

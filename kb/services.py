@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import io
 import json
+import lzma
 import re
+import stat
+import struct
 import zipfile
-from pathlib import Path
+import zlib
+from collections.abc import Callable, Iterable
+from pathlib import Path, PurePosixPath
 from tempfile import TemporaryDirectory
 from typing import Any
 
-from django.db import transaction
+from django.core.exceptions import ValidationError
+from django.core.validators import slug_re, validate_slug
+from django.db import IntegrityError, models, transaction
 from django.utils.text import slugify
 
+from kb import limits
 from kb.formats import seed002, seed004
 from kb.formats.problems import ImportRefused, Problem
 from kb.models import (
@@ -32,11 +40,83 @@ ARGUMENT_ORDER = seed002.ARGUMENT_FIELDS
 
 
 def _unique_slug(base: str) -> str:
-    slug = slugify(base)[:90] or "kb"
+    """A free slug made from `base`: always a valid slug within limits.SLUG_MAX_LENGTH."""
+    slug = slugify(base)[: limits.SLUG_AUTO_MAX_LENGTH].strip("-_") or "kb"
     candidate, n = slug, 2
     while KnowledgeBase.objects.filter(slug=candidate).exists():
         candidate, n = f"{slug}-{n}", n + 1
+    if (
+        not slug_re.match(candidate) or len(candidate) > limits.SLUG_MAX_LENGTH
+    ):  # slugify makes this unreachable
+        raise ImportRefused(
+            [Problem(base[:100], 1, f"no valid slug can be made from this title: {candidate!r}")]
+        )
     return candidate
+
+
+def _slug_problems(slug: str, origin: str) -> list[Problem]:
+    """Why `slug` cannot name a new KB: not a slug (it is part of every KB URL), too long, or taken."""
+    try:
+        validate_slug(slug)
+    except ValidationError:
+        return [
+            Problem(
+                origin, 1, f"the slug {slug!r} is not a slug: use only ASCII letters, digits, '-' and '_'"
+            )
+        ]
+    if len(slug) > limits.SLUG_MAX_LENGTH:
+        return [
+            Problem(
+                origin, 1, f"the slug is {len(slug)} characters long; the limit is {limits.SLUG_MAX_LENGTH}"
+            )
+        ]
+    if KnowledgeBase.objects.filter(slug=slug).exists():
+        return [Problem(origin, 1, f"a knowledge base with the slug '{slug}' exists already")]
+    return []
+
+
+def _title_problems(title: str | None, origin: str) -> list[Problem]:
+    if title is not None and len(title) > limits.TITLE_MAX_LENGTH:
+        return [
+            Problem(
+                origin,
+                1,
+                f"the title is {len(title)} characters long; the limit is {limits.TITLE_MAX_LENGTH}",
+            )
+        ]
+    return []
+
+
+def _kb_create(origin: str, slug: str | None, fill: Callable[[], KnowledgeBase]) -> KnowledgeBase:
+    """Run `fill` (which creates the KB and its rows) in one transaction; a slug taken meanwhile is a problem."""
+    try:
+        with transaction.atomic():
+            return fill()
+    except IntegrityError:
+        if slug and KnowledgeBase.objects.filter(slug=slug).exists():
+            raise ImportRefused(
+                [Problem(origin, 1, f"a knowledge base with the slug '{slug}' exists already")]
+            ) from None
+        raise
+
+
+def _column_problems(rows: Iterable[tuple[models.Model, str, int]]) -> list[Problem]:
+    """Values longer than their database column (PostgreSQL refuses them): (row, file, line) each."""
+    problems = []
+    for row, path, line in rows:
+        for column in row._meta.concrete_fields:
+            if isinstance(column, models.CharField) and column.max_length:
+                value = getattr(row, column.attname)
+                if isinstance(value, str) and len(value) > column.max_length:
+                    problems.append(
+                        Problem(
+                            path,
+                            line,
+                            f"{column.name} {value[:40]!r}… is {len(value)} characters long; "
+                            f"the limit is {column.max_length}",
+                        )
+                    )
+    return problems
 
 
 def _title_from(parsed: seed002.ParsedKB, fallback: str) -> str:
@@ -45,8 +125,29 @@ def _title_from(parsed: seed002.ParsedKB, fallback: str) -> str:
             title = re.sub(
                 r"^(kb\s+)?quality\s+summary\s*[:—–-]?\s*", "", line[2:].strip(), flags=re.IGNORECASE
             )
-            return title or fallback
-    return fallback
+            return (title or fallback)[: limits.TITLE_MAX_LENGTH]
+    return fallback[: limits.TITLE_MAX_LENGTH]
+
+
+def _refused(path: str, message: str) -> ImportRefused:
+    return ImportRefused([Problem(path, 1, message)])
+
+
+def _read_capped(path: Path, cap: int) -> bytes:
+    """The file's bytes, refused by its size before reading (and by what was read, should it have grown)."""
+    if not path.is_file():
+        raise _refused(path.name, "not a regular file")
+    try:
+        size = path.stat().st_size
+        if size <= cap:
+            with path.open("rb") as file:
+                content = file.read(cap + 1)
+            size = len(content)
+    except OSError as error:
+        raise _refused(path.name, f"cannot be read: {error.strerror}") from None
+    if size > cap:
+        raise _refused(path.name, f"the file is {size} bytes; the limit is {cap} bytes")
+    return content
 
 
 def kb_import_path(path: Path, *, slug: str | None = None, title: str | None = None) -> KnowledgeBase:
@@ -54,28 +155,123 @@ def kb_import_path(path: Path, *, slug: str | None = None, title: str | None = N
     if path.is_dir():
         return kb_import_seed002(seed002.parse_directory(path), slug=slug, title=title, origin=str(path.name))
     if path.suffix.lower() == ".zip":
-        return kb_import_zip(path.read_bytes(), name=path.name, slug=slug, title=title)
+        content = _read_capped(path, limits.MAX_UPLOAD_BYTES)
+        return kb_import_zip(content, name=path.name, slug=slug, title=title)
     if path.suffix.lower() == ".json":
-        return kb_import_json(path.read_text(encoding="utf-8"), name=path.name, slug=slug, title=title)
-    raise ImportRefused(
-        [Problem(str(path), 1, "expected a kb/ directory, a .zip of one, or a .json data KB")]
-    )
+        content = _read_capped(path, limits.JSON_MAX_BYTES)
+        return kb_import_json(content, name=path.name, slug=slug, title=title)
+    raise _refused(str(path), "expected a kb/ directory, a .zip of one, or a .json data KB")
+
+
+# What zipfile raises on a damaged or unsupported archive (found by fuzzing: bad offsets raise ValueError, a bad
+# version NotImplementedError, a name with a bad UTF-8 flag UnicodeDecodeError, a password RuntimeError).
+_ARCHIVE_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    EOFError,
+    OSError,
+    ValueError,
+    struct.error,
+    zlib.error,
+    lzma.LZMAError,
+    NotImplementedError,
+    RuntimeError,
+)
+
+
+def _member_problem(info: zipfile.ZipInfo, seen: set[str]) -> str | None:
+    """Why an archive member must not be written (checked on every member before anything is written)."""
+    name = info.filename
+    mode = info.external_attr >> 16
+    if stat.S_ISLNK(mode):
+        return "a symbolic link; the archive must hold plain files"
+    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
+        return "an absolute path"
+    if ".." in PurePosixPath(name.replace("\\", "/")).parts:
+        return "a path outside the archive"
+    if info.flag_bits & 0x1:
+        return "encrypted"
+    if name in seen:
+        return "a second entry of the same name"
+    seen.add(name)
+    return None
+
+
+def _member_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, archive_size: int, total: int) -> bytes:
+    """The member's bytes, decompressed piece by piece and counted as they come (the sizes the archive declares
+    are not trusted): refused as soon as the entry, the archive total or the compression ratio passes its cap."""
+    name = info.filename
+    compressed = max(1, min(info.compress_size, archive_size))
+    pieces, size = [], 0
+    try:
+        with archive.open(info) as member:
+            while piece := member.read(limits.ZIP_READ_CHUNK_BYTES):
+                size += len(piece)
+                if size > limits.ZIP_MAX_ENTRY_BYTES:
+                    raise _refused(
+                        name,
+                        f"expands to more than {limits.ZIP_MAX_ENTRY_BYTES} bytes, the limit for one file",
+                    )
+                if total + size > limits.ZIP_MAX_TOTAL_BYTES:
+                    raise _refused(
+                        name,
+                        f"the archive expands to more than {limits.ZIP_MAX_TOTAL_BYTES} bytes, "
+                        "the limit for a whole KB",
+                    )
+                if size > limits.ZIP_RATIO_MIN_BYTES and size / compressed > limits.ZIP_MAX_COMPRESSION_RATIO:
+                    raise _refused(
+                        name,
+                        f"compressed more than {limits.ZIP_MAX_COMPRESSION_RATIO} to 1 "
+                        f"({compressed} bytes expand past {size}): refused as a zip bomb",
+                    )
+                pieces.append(piece)
+    except _ARCHIVE_ERRORS as error:
+        raise _refused(name, f"cannot be decompressed: {error}") from None
+    return b"".join(pieces)
 
 
 def kb_import_zip(
     content: bytes, *, name: str, slug: str | None = None, title: str | None = None
 ) -> KnowledgeBase:
+    """Import a zip of a seed-002 kb/ directory. Every member is checked by name first, then decompressed and
+    counted against kb.limits before it is written; nothing of a refused member reaches the disk."""
+    if len(content) > limits.MAX_UPLOAD_BYTES:
+        raise _refused(
+            name, f"the file is {len(content)} bytes; the limit is {limits.MAX_UPLOAD_BYTES} bytes"
+        )
     try:
         archive = zipfile.ZipFile(io.BytesIO(content))
-    except zipfile.BadZipFile:
-        raise ImportRefused([Problem(name, 1, "not a zip archive")]) from None
+    except _ARCHIVE_ERRORS:
+        raise _refused(name, "not a zip archive") from None
     with TemporaryDirectory() as tmp, archive:
         root = Path(tmp).resolve()
-        for member in archive.namelist():
-            target = (root / member).resolve()
-            if not target.is_relative_to(root):
-                raise ImportRefused([Problem(name, 1, f"unsafe path in archive: {member}")])
-        archive.extractall(root)
+        members = archive.infolist()
+        if len(members) > limits.ZIP_MAX_ENTRIES:
+            raise _refused(
+                name, f"the archive holds {len(members)} entries; the limit is {limits.ZIP_MAX_ENTRIES}"
+            )
+        problems, seen = [], set[str]()
+        for info in members:
+            why = _member_problem(info, seen)
+            if why is None and not (root / info.filename).resolve().is_relative_to(root):
+                why = "a path outside the archive"
+            if why:
+                problems.append(Problem(name, 1, f"unsafe path in archive: {info.filename} is {why}"))
+        if problems:
+            raise ImportRefused(problems)
+        total = 0
+        for info in members:
+            target = root / info.filename
+            try:
+                if info.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                data = _member_read(archive, info, len(content), total)
+                total += len(data)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            except OSError as error:
+                raise _refused(info.filename, f"cannot be written: {error.strerror}") from None
         candidates = [p.parent for p in root.rglob("quality-summary.md")] or [
             p.parent for p in root.rglob("arguments") if p.is_dir()
         ]
@@ -87,22 +283,29 @@ def kb_import_zip(
 
 
 def kb_import_json(
-    text: str, *, name: str, slug: str | None = None, title: str | None = None
+    text: str | bytes, *, name: str, slug: str | None = None, title: str | None = None
 ) -> KnowledgeBase:
+    """Import a seed-004 data KB from its JSON text, or its bytes (decoded as strict UTF-8)."""
     data, problems = seed004.parse_json(text, name)
+    problems += _slug_problems(slug, name) if slug else []
+    problems += _title_problems(title, name)
     if problems or data is None:
         raise ImportRefused(problems)
     meta = data.get("meta", {})
-    with transaction.atomic():
+    meta_title = str(meta.get("title") or Path(name).stem.replace("-", " ").capitalize())
+
+    def fill() -> KnowledgeBase:
         return KnowledgeBase.objects.create(
             slug=slug or _unique_slug(Path(name).stem),
-            title=title or str(meta.get("title") or Path(name).stem.replace("-", " ").capitalize()),
+            title=title or meta_title[: limits.TITLE_MAX_LENGTH],
             kind=KnowledgeBase.DATA,
             data=data,
             stable_detected=True,
             stable_statement="Data KBs are snapshots of data; there is no graph to stabilise.",
-            imported_from=name,
+            imported_from=name[:500],
         )
+
+    return _kb_create(name, slug, fill)
 
 
 def kb_import_seed002(
@@ -113,24 +316,14 @@ def kb_import_seed002(
     origin: str,
     fallback_title: str | None = None,
 ) -> KnowledgeBase:
-    if parsed.problems:
-        raise ImportRefused(parsed.problems)
-    if slug and KnowledgeBase.objects.filter(slug=slug).exists():
-        raise ImportRefused([Problem(origin, 1, f"a knowledge base with the slug '{slug}' exists already")])
-    with transaction.atomic():
-        kb = KnowledgeBase.objects.create(
-            slug=slug or _unique_slug(title or _title_from(parsed, fallback_title or origin)),
-            title=title or _title_from(parsed, fallback_title or origin),
-            kind=KnowledgeBase.GRAPH,
-            quality_summary=parsed.quality_summary,
-            stable_detected=bool(parsed.stable_statement),
-            stable_statement=parsed.stable_statement,
-            log=parsed.log,
-            imported_from=origin,
-        )
-        Argument.objects.bulk_create(
+    problems = list(parsed.problems)
+    problems += _slug_problems(slug, origin) if slug else []
+    problems += _title_problems(title, origin)
+    if problems:
+        raise ImportRefused(problems)
+    arguments = [
+        (
             Argument(
-                kb=kb,
                 arg_id=str(a.frontmatter["id"]),
                 slug=str(a.frontmatter["slug"]),
                 position=str(a.frontmatter["position"]),
@@ -144,53 +337,65 @@ def kb_import_seed002(
                 title=a.title,
                 extra_sections=a.extra_sections,
                 **a.sections,
-            )
-            for a in parsed.arguments
+            ),
+            a.path,
+            a.id_line,
         )
-        Source.objects.bulk_create(
+        for a in parsed.arguments
+    ]
+    sources = [
+        (
             Source(
-                kb=kb,
                 path=s.path,
                 frontmatter=s.frontmatter,
                 frontmatter_order=list(s.frontmatter),
                 title=s.title,
                 fields=s.fields,
                 body=s.body,
-            )
-            for s in parsed.sources
+            ),
+            s.path,
+            1,
         )
-        Entity.objects.bulk_create(
+        for s in parsed.sources
+    ]
+    entities = [
+        (
             Entity(
-                kb=kb,
                 path=e.path,
                 frontmatter=e.frontmatter,
                 frontmatter_order=list(e.frontmatter),
                 body=e.body,
-            )
-            for e in parsed.entities
+            ),
+            e.path,
+            1,
         )
-        Edge.objects.bulk_create(
-            Edge(kb=kb, order=n, src=e.src, type=e.type, target=e.target, comment=e.comment)
-            for n, e in enumerate(parsed.edges)
-        )
-        Contradiction.objects.bulk_create(
+        for e in parsed.entities
+    ]
+    edges = [
+        (Edge(order=n, src=e.src, type=e.type, target=e.target, comment=e.comment), "kb/edges.md", e.line)
+        for n, e in enumerate(parsed.edges)
+    ]
+    contradictions = [
+        (
             Contradiction(
-                kb=kb,
                 c_id=c.c_id,
                 title=c.title,
                 type=dict(c.fields).get("Type", ""),
                 status=dict(c.fields).get("Status", ""),
                 fields=c.fields,
-            )
-            for c in parsed.contradictions
+            ),
+            "kb/contradictions.md",
+            c.line,
         )
-        CentralQuestion.objects.bulk_create(
-            CentralQuestion(kb=kb, order=n, text=text, arg_ids=ids)
-            for n, (text, ids) in enumerate(parsed.central_questions)
-        )
-        Revision.objects.bulk_create(
+        for c in parsed.contradictions
+    ]
+    questions = [
+        (CentralQuestion(order=n, text=text, arg_ids=ids), "kb/quality-summary.md", 1)
+        for n, (text, ids) in enumerate(parsed.central_questions)
+    ]
+    revisions = [
+        (
             Revision(
-                kb=kb,
                 r_id=r.r_id,
                 heading=r.heading,
                 type=r.fields.get("Type", ""),
@@ -198,10 +403,38 @@ def kb_import_seed002(
                 change=r.fields.get("Change", ""),
                 justification=r.fields.get("Justification", ""),
                 triggered_by=r.fields.get("Triggered by", ""),
-            )
-            for r in parsed.revisions
+            ),
+            "kb/revisions.md",
+            r.line,
         )
-    return kb
+        for r in parsed.revisions
+    ]
+    groups: list[list[Any]] = [arguments, sources, entities, edges, contradictions, questions, revisions]
+    problems = _column_problems(row for group in groups for row in group)
+    if problems:
+        raise ImportRefused(problems)
+    kb_title = title or _title_from(parsed, fallback_title or origin)
+
+    def fill() -> KnowledgeBase:
+        kb = KnowledgeBase.objects.create(
+            slug=slug or _unique_slug(kb_title),
+            title=kb_title,
+            kind=KnowledgeBase.GRAPH,
+            quality_summary=parsed.quality_summary,
+            stable_detected=bool(parsed.stable_statement),
+            stable_statement=parsed.stable_statement,
+            log=parsed.log,
+            imported_from=origin[:500],
+        )
+        for group in groups:
+            rows = [row for row, _, _ in group]
+            for row in rows:
+                row.kb = kb
+            if rows:
+                type(rows[0]).objects.bulk_create(rows)
+        return kb
+
+    return _kb_create(origin, slug, fill)
 
 
 # --- export --------------------------------------------------------------------------------------------------

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from debates.converters import parse_id
 from debates.selectors import user_can_moderate
 from debates.services import ActionRefused, run_mutation_decide
-from kb import selectors
+from kb import limits, selectors
 from kb.discipline import DisciplineViolation, mutation_decide
 from kb.formats.problems import ImportRefused, Problem
 from kb.models import KnowledgeBase, ProposedMutation
 from kb.services import kb_import_json, kb_import_zip
-
-MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 
 
 def _require_moderator(request: HttpRequest) -> None:
@@ -34,14 +34,21 @@ def kb_list(request: HttpRequest) -> HttpResponse:
         upload = request.FILES.get("file")
         if upload is None:
             problems = [Problem("(upload)", 1, "choose a .zip of a kb/ directory or a .json data KB")]
-        elif upload.size and upload.size > MAX_UPLOAD_BYTES:
-            problems = [Problem(upload.name or "(upload)", 1, "larger than 20 MB")]
+        elif upload.size and upload.size > limits.MAX_UPLOAD_BYTES:
+            problems = [
+                Problem(
+                    upload.name or "(upload)",
+                    1,
+                    f"larger than {limits.MAX_UPLOAD_BYTES // limits.MiB} MB "
+                    f"({upload.size} bytes; the limit is {limits.MAX_UPLOAD_BYTES})",
+                )
+            ]
         else:
             name = upload.name or "upload"
-            content = upload.read()
+            content = upload.read(limits.MAX_UPLOAD_BYTES + 1)
             try:
                 if name.lower().endswith(".json"):
-                    kb = kb_import_json(content.decode("utf-8", errors="replace"), name=name)
+                    kb = kb_import_json(content, name=name)  # bytes: decoded strictly, bad bytes reported
                 else:
                     kb = kb_import_zip(content, name=name)
             except ImportRefused as refused:
@@ -71,7 +78,11 @@ def kb_detail(request: HttpRequest, slug: str) -> HttpResponse:
     if getattr(request, "htmx", False):
         return render(request, "kb/kb_detail.html#arguments-table", context)
     snapshot_id = request.GET.get("snapshot")
-    snapshot = kb.snapshots.filter(pk=snapshot_id).first() if snapshot_id else kb.snapshots.first()
+    if not snapshot_id:
+        snapshot = kb.snapshots.first()
+    else:  # a value that is not an id (letters, too long for the column) is no snapshot, like an unknown id
+        number = parse_id(snapshot_id)
+        snapshot = kb.snapshots.filter(pk=number).first() if number is not None else None
     context.update(
         {
             **selectors.kb_filter_choices(kb),
@@ -157,4 +168,18 @@ def mutation_decide_view(request: HttpRequest, mutation_id: int) -> HttpResponse
         )
         card.content += count.content
         return card
-    return redirect(request.POST.get("next") or "kb-inbox")
+    return _redirect_back(request, request.POST.get("next", ""), "kb-inbox")
+
+
+def _redirect_back(request: HttpRequest, target: str, fallback: str) -> HttpResponse:
+    """To `target` when it is a path on this site ('/kb/...'), else to the URL named `fallback`: never to another
+    host, and never a 500 for a value that is neither a path nor a URL name."""
+    if (
+        target.startswith("/")
+        and not target.startswith("//")
+        and url_has_allowed_host_and_scheme(
+            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        )
+    ):
+        return HttpResponseRedirect(target)
+    return redirect(fallback)

@@ -31,6 +31,7 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 STREAMING = {"cps": 4000}
 
 LOCAL_ORIGIN = b"http://localhost"
+LOCAL_HOST = b"localhost"  # the Host a browser on http://localhost sends
 # A turn appended to the transcript by its turn_started event.
 APPENDED = re.compile(r'hx-swap-oob="beforeend:#transcript">\s*<article [^>]*data-key="([^"]+)"')
 # A turn card (whole, by id) showing the turn committed.
@@ -81,7 +82,7 @@ async def session_cookie(user: Any) -> bytes:
 def socket(
     run_id: int, *, cookie: bytes | None = None, origin: bytes | None = LOCAL_ORIGIN
 ) -> WebsocketCommunicator:
-    headers = []
+    headers = [(b"host", LOCAL_HOST)]
     if origin is not None:
         headers.append((b"origin", origin))
     if cookie is not None:
@@ -162,7 +163,8 @@ async def test_an_anonymous_socket_is_closed_with_4401(make_run):
 async def test_a_foreign_or_missing_origin_is_refused_even_with_a_valid_session(make_run, moderator):
     run = await sync_to_async(make_run)()
     cookie = await session_cookie(moderator)
-    for origin in (b"http://evil.example", None):
+    # Another host; the same host on another port (another app's page); the same host over another scheme.
+    for origin in (b"http://evil.example", b"http://localhost:8001", b"https://localhost", b"null", None):
         comm = socket(run.pk, cookie=cookie, origin=origin)
         connected, _ = await comm.connect(timeout=10)
         assert not connected, origin
@@ -170,6 +172,32 @@ async def test_a_foreign_or_missing_origin_is_refused_even_with_a_valid_session(
     # The same cookie from the page's own origin is accepted.
     comm, _ = await connected_socket(run.pk, moderator)
     await comm.disconnect()
+
+
+async def test_the_origin_must_match_the_pages_own_port_and_scheme_or_a_trusted_origin(
+    make_run, moderator, settings
+):
+    run = await sync_to_async(make_run)()
+    cookie = await session_cookie(moderator)
+
+    async def accepted(host: bytes, origin: bytes, scheme: str = "ws") -> bool:
+        comm = WebsocketCommunicator(
+            application,
+            f"/ws/runs/{run.pk}/",
+            headers=[(b"host", host), (b"origin", origin), (b"cookie", cookie)],
+        )
+        comm.scope["scheme"] = scheme
+        connected, _ = await comm.connect(timeout=10)
+        await comm.disconnect()
+        return connected
+
+    assert await accepted(b"localhost:8000", b"http://localhost:8000")
+    assert not await accepted(b"localhost:8000", b"http://localhost:9000")
+    assert not await accepted(b"localhost:8000", b"http://localhost")  # port 80 is another origin
+    assert await accepted(b"localhost", b"https://localhost:443", scheme="wss")
+    assert not await accepted(b"localhost", b"http://localhost", scheme="wss")
+    settings.CSRF_TRUSTED_ORIGINS = ["https://localhost:8443"]
+    assert await accepted(b"localhost:8000", b"https://localhost:8443")
 
 
 async def test_a_socket_for_an_unknown_run_is_closed_with_4404(moderator):

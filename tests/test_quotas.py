@@ -16,7 +16,7 @@ from django.utils import timezone
 from debates import quotas
 from debates.asgi import application
 from debates.models import Run
-from tests.test_consumers import LOCAL_ORIGIN, session_cookie
+from tests.test_consumers import LOCAL_HOST, LOCAL_ORIGIN, session_cookie
 
 FORM = {
     "protocol": "cross-examination",
@@ -112,7 +112,9 @@ async def test_websocket_connects_past_the_per_ip_limit_are_closed_with_4429(set
 
     async def connect(ip: str) -> tuple[bool, int | None]:
         comm = WebsocketCommunicator(
-            application, f"/ws/runs/{run.pk}/", headers=[(b"origin", LOCAL_ORIGIN), (b"cookie", cookie)]
+            application,
+            f"/ws/runs/{run.pk}/",
+            headers=[(b"host", LOCAL_HOST), (b"origin", LOCAL_ORIGIN), (b"cookie", cookie)],
         )
         comm.scope["client"] = [ip, 50000]
         connected, code = await comm.connect(timeout=10)

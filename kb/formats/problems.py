@@ -21,3 +21,15 @@ class ImportRefused(Exception):
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = sorted(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def text_defect(value: str) -> str | None:
+    """Why a string read from a KB cannot be stored as text (PostgreSQL refuses NUL characters and unpaired UTF-16
+    surrogates, in text columns and in JSON alike), or None."""
+    if "\x00" in value:
+        return "holds a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds an unpaired surrogate (not Unicode text)"
+    return None

@@ -3,14 +3,17 @@ file and line, and write it back. Index files are derived: ignored on import, re
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from kb.formats.problems import Problem
+from kb import limits
+from kb.formats.problems import Problem, text_defect
 from kb.models import ARGUMENT_SECTIONS, BASIS_TYPES, CONTRADICTION_TYPES, EDGE_TYPES, LAYERS, STATUSES
 
 ARGUMENT_FIELDS = ["id", "slug", "position", "layer", "scope", "basis_type", "status", "asserter", "summary"]
@@ -28,14 +31,70 @@ UNSTABLE = re.compile(
 )
 
 
+class _Refused(yaml.MarkedYAMLError):
+    """Frontmatter refused by a rule of kb.limits (not a syntax error); reported as its problem text."""
+
+
 class _Loader(yaml.SafeLoader):
-    """YAML without implicit timestamps: dates stay the strings the file wrote (JSON-storable, lossless)."""
+    """YAML without implicit timestamps: dates stay the strings the file wrote (JSON-storable, lossless).
+
+    Anchors and aliases are refused while composing, before any node is shared (so an alias chain is never
+    expanded), and so is nesting deeper than limits.FRONTMATTER_MAX_DEPTH (before the recursive composer goes
+    deeper)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            found = f"{'*' if isinstance(event, yaml.AliasEvent) else '&'}{event.anchor}"
+            raise _Refused(
+                problem=f"YAML anchors and aliases are not allowed (found {found})",
+                problem_mark=event.start_mark,
+            )
+        container = isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent))
+        if container:
+            self._depth += 1
+            if self._depth > limits.FRONTMATTER_MAX_DEPTH:
+                raise _Refused(
+                    problem=f"the YAML frontmatter nests deeper than {limits.FRONTMATTER_MAX_DEPTH} levels",
+                    problem_mark=event.start_mark,
+                )
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            if container:
+                self._depth -= 1
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        if len(str(node.value)) > limits.MAX_NUMBER_CHARS:
+            raise _Refused(
+                problem=f"the number is {len(node.value)} characters long; the limit is {limits.MAX_NUMBER_CHARS}",
+                problem_mark=node.start_mark,
+            )
+        return super().construct_yaml_int(node)
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # PyYAML's constructors raise plain Python errors on an explicit tag that does not fit its value
+        # (`!!float abc`, `!!bool maybe`, `!!int ''`): report them like syntax errors, with the line.
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, KeyError, IndexError, TypeError, OverflowError, AttributeError) as error:
+            value = node.value if isinstance(node, yaml.ScalarNode) else node.tag
+            raise _Refused(
+                problem=f"the value {str(value)[:40]!r} does not fit its YAML tag {node.tag} "
+                f"({type(error).__name__})",
+                problem_mark=node.start_mark,
+            ) from None
 
 
 _Loader.yaml_implicit_resolvers = {
     key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()
 }
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
 @dataclass
@@ -86,6 +145,7 @@ class ParsedRevision:
     r_id: str
     heading: str
     fields: dict[str, str]
+    line: int = 1
 
 
 @dataclass
@@ -129,8 +189,22 @@ def _split_frontmatter(
         problems.append(Problem(rel, 1, "the YAML frontmatter is not closed by a '---' line"))
         return None, lines, 1
     raw = "\n".join(lines[1:end])
+    if len(raw) > limits.FRONTMATTER_MAX_CHARS:
+        problems.append(
+            Problem(
+                rel,
+                2,
+                f"the YAML frontmatter is {len(raw)} characters long; "
+                f"the limit is {limits.FRONTMATTER_MAX_CHARS}",
+            )
+        )
+        return None, lines[end + 1 :], end + 2
     try:
         data = yaml.load(raw, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except _Refused as refused:
+        line = refused.problem_mark.line + 2 if refused.problem_mark is not None else 2
+        problems.append(Problem(rel, line, str(refused.problem)))
+        return None, lines[end + 1 :], end + 2
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
         line = mark.line + 2 if mark is not None else 1
@@ -140,7 +214,41 @@ def _split_frontmatter(
     if not isinstance(data, dict):
         problems.append(Problem(rel, 2, "the YAML frontmatter must be a mapping of fields"))
         return None, lines[end + 1 :], end + 2
+    before = len(problems)
+    fm_text = "\n".join(lines[: end + 1])
+    for key, value in data.items():
+        defect = _value_defect({key: value})
+        if defect:
+            problems.append(Problem(rel, _key_line(fm_text, str(key)), f"field '{key}' {defect}"))
+    if len(problems) > before:
+        return None, lines[end + 1 :], end + 2
     return data, lines[end + 1 :], end + 2
+
+
+def _value_defect(value: Any) -> str | None:
+    """Why a frontmatter value cannot be stored (too long a string at any depth, a NUL, a non-finite number, a
+    type JSON has no place for such as !!binary or !!set), or None. Depth is bounded by the loader."""
+    if isinstance(value, str):
+        if len(value) > limits.FRONTMATTER_FIELD_MAX_CHARS:
+            return (
+                f"is {len(value)} characters long; the limit is {limits.FRONTMATTER_FIELD_MAX_CHARS} "
+                f"(it starts {value[:40]!r})"
+            )
+        return text_defect(value)
+    if value is None or isinstance(value, (bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"holds {value}, which is not a finite number"
+    if isinstance(value, list):
+        return next((d for item in value if (d := _value_defect(item))), None)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                return f"has a key of type {type(key).__name__}, which a KB cannot store"
+            if defect := (_value_defect(key) if isinstance(key, str) else None) or _value_defect(item):
+                return defect
+        return None
+    return f"holds a value of type {type(value).__name__} (a YAML tag), which a KB cannot store"
 
 
 def _key_line(text: str, key: str) -> int:
@@ -347,7 +455,9 @@ def _parse_revisions(text: str) -> list[ParsedRevision]:
         heading = lines[start][3:].strip()
         r_id, _, rest = heading.partition(" ")
         fields, _ = _bold_fields(lines[start + 1 : end])
-        revisions.append(ParsedRevision(r_id, rest.strip().lstrip("—").strip(), dict(_trim_fields(fields))))
+        revisions.append(
+            ParsedRevision(r_id, rest.strip().lstrip("—").strip(), dict(_trim_fields(fields)), start + 1)
+        )
     return revisions
 
 
@@ -400,14 +510,33 @@ def parse_directory(path: Path) -> ParsedKB:
 
     def read(file: Path) -> str | None:
         rel = "kb/" + file.relative_to(root).as_posix()
-        try:
-            return file.read_text(encoding="utf-8").replace("\r\n", "\n")
-        except UnicodeDecodeError as error:
-            problems.append(Problem(rel, 1, f"not UTF-8 text ({error.reason} at byte {error.start})"))
+        size = file.stat().st_size
+        if size > limits.MAX_FILE_BYTES:
+            problems.append(
+                Problem(rel, 1, f"the file is {size} bytes; the limit is {limits.MAX_FILE_BYTES} bytes")
+            )
             return None
+        content = file.read_bytes()
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError as error:
+            line = content.count(b"\n", 0, error.start) + 1
+            problems.append(Problem(rel, line, f"not UTF-8 text ({error.reason} at byte {error.start})"))
+            return None
+        if "\x00" in text:
+            line = text.count("\n", 0, text.index("\x00")) + 1
+            problems.append(Problem(rel, line, "holds a NUL character: not a text file"))
+            return None
+        return text.replace("\r\n", "\n")
 
     def rel_of(file: Path) -> str:
         return "kb/" + file.relative_to(root).as_posix()
+
+    if sum(1 for _ in islice(root.rglob("*"), limits.MAX_FILES + 1)) > limits.MAX_FILES:
+        problems.append(
+            Problem(str(path), 1, f"the KB holds more than {limits.MAX_FILES} files and directories")
+        )
+        return parsed
 
     for file in sorted((root / "arguments").glob("*.md")):
         if file.relative_to(root).as_posix() in INDEX_FILES:

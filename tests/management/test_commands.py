@@ -188,6 +188,23 @@ class DemoTests:
         assert "agents      Anthropic claude-sonnet-5-5, estimated $" in out
         assert FAKE_KEY not in out
 
+    def test_each_account_gets_its_own_printed_password_and_the_viewers_opens_only_the_viewer(self):
+        import re
+
+        from django.contrib.auth import authenticate
+        from django.test import RequestFactory
+
+        out, _ = run_command("demo", "--no-serve")
+        printed = dict(re.findall(r"username '(\w+)'\s+password '([^']+)'", out))
+        assert set(printed) == {"moderator", "viewer"}
+        assert printed["moderator"] != printed["viewer"]
+        request = RequestFactory().post("/accounts/login/")  # django-axes wants the request
+        assert authenticate(request, username="viewer", password=printed["viewer"]).username == "viewer"
+        assert (
+            authenticate(request, username="moderator", password=printed["moderator"]).username == "moderator"
+        )
+        assert authenticate(request, username="moderator", password=printed["viewer"]) is None
+
     def test_simulated_can_be_forced(self, anthropic_api):
         run_command("demo", "--no-serve", "--simulated")
         assert set(Run.objects.values_list("backend", flat=True)) == {"simulated"}

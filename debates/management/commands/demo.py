@@ -45,9 +45,10 @@ class Command(BaseCommand):
     ) -> None:
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
-        password = secrets.token_urlsafe(9)
-        account_ensure("moderator", password, moderator=True)
-        account_ensure("viewer", password, moderator=False)
+        # One password each: the viewer's must never open the moderator's account.
+        passwords = {"moderator": secrets.token_urlsafe(12), "viewer": secrets.token_urlsafe(12)}
+        account_ensure("moderator", passwords["moderator"], moderator=True)
+        account_ensure("viewer", passwords["viewer"], moderator=False)
         from kb.demo import demo_kbs_load
 
         kbs = demo_kbs_load()
@@ -86,8 +87,8 @@ class Command(BaseCommand):
             "\nDisputa demo\n"
             f"  open        http://{host}:{port}/runs/{run.pk}/\n"
             f"  comparison  http://{host}:{port}/runs/{comparison.pk}/ (scorecard, then pick the winner)\n"
-            f"  moderator   username 'moderator'  password '{password}'\n"
-            f"  viewer      username 'viewer'     password '{password}'\n"
+            f"  moderator   username 'moderator'  password '{passwords['moderator']}'\n"
+            f"  viewer      username 'viewer'     password '{passwords['viewer']}'\n"
             f"  agents      {agents}\n"
             f"  KBs         {', '.join(kb.slug for kb in kbs)} (http://{host}:{port}/kb/)\n"
         )

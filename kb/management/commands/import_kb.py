@@ -1,5 +1,6 @@
 """`manage.py import_kb PATH [--slug S]`: a seed-002 kb/ directory (or a zip of one) or a seed-004 JSON data KB.
-Prints the slug; on bad input prints every problem as file:line: message and exits non-zero, importing nothing."""
+Prints the slug; on bad input (including anything over the bounds in kb/limits.py, or a slug that is not a slug)
+prints every problem as file:line: message and exits 1, importing nothing."""
 
 from __future__ import annotations
 
@@ -29,4 +30,6 @@ class Command(BaseCommand):
             for problem in refused.problems:
                 self.stderr.write(str(problem))
             raise CommandError(f"{len(refused.problems)} problem(s); nothing was imported.") from None
+        except OSError as error:
+            raise CommandError(f"{error.filename or path}: {error.strerror}; nothing was imported.") from None
         self.stdout.write(kb.slug)

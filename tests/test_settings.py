@@ -1,0 +1,102 @@
+"""Safe defaults: DEBUG off unless asked for, a secret key made once per installation and never shipped, and a
+production environment (README "Deploying") that `check --deploy` passes without a warning."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from django.conf import settings
+
+README = Path(settings.BASE_DIR) / "README.md"
+PROBE = "from django.conf import settings; print(settings.DEBUG); print(settings.SECRET_KEY)"
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DISPUTA_", "DATABASE_URL"))}
+    env.pop("REDIS_URL", None)
+    return {**env, "DJANGO_SETTINGS_MODULE": "debates.settings", **extra}
+
+
+def settings_of(env: dict[str, str]) -> tuple[str, str]:
+    done = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {PROBE}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=settings.BASE_DIR,
+    )
+    assert done.returncode == 0, done.stderr
+    debug, key = done.stdout.split()
+    return debug, key
+
+
+def test_debug_is_off_unless_django_debug_is_set(tmp_path):
+    assert settings_of(clean_env(DISPUTA_VAR_DIR=str(tmp_path)))[0] == "False"
+    assert settings_of(clean_env(DISPUTA_VAR_DIR=str(tmp_path), DJANGO_DEBUG="1"))[0] == "True"
+
+
+def test_without_a_key_in_the_environment_one_is_made_private_on_first_run_and_reused(tmp_path):
+    _, first = settings_of(clean_env(DISPUTA_VAR_DIR=str(tmp_path)))
+    key_file = tmp_path / "secret-key"
+    assert key_file.read_text().strip() == first and len(first) >= 50
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert settings_of(clean_env(DISPUTA_VAR_DIR=str(tmp_path)))[1] == first
+    # Another installation gets another key; the environment's key wins over the file.
+    assert settings_of(clean_env(DISPUTA_VAR_DIR=str(tmp_path / "other")))[1] != first
+    assert settings_of(clean_env(DISPUTA_VAR_DIR=str(tmp_path), DJANGO_SECRET_KEY="k" * 60))[1] == "k" * 60
+
+
+def test_processes_starting_together_agree_on_one_key(tmp_path):
+    env = clean_env(DISPUTA_VAR_DIR=str(tmp_path))
+    with ThreadPoolExecutor(6) as pool:
+        keys = {key for _, key in pool.map(lambda _: settings_of(env), range(6))}
+    assert len(keys) == 1
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".secret-key")] == []
+
+
+def test_no_key_is_written_in_the_code():
+    source = (Path(settings.BASE_DIR) / "debates" / "settings.py").read_text()
+    assert not re.search(r"SECRET_KEY\s*=\s*[\"']", source)
+
+
+def deploying_environment() -> dict[str, str]:
+    """The `export NAME=value` lines of the README's "Deploying" section: what an operator is told to set."""
+    text = README.read_text()
+    section = text.split("## Deploying", 1)[1].split("\n## ", 1)[0]
+    pairs = re.findall(r"^export ([A-Z_]+)=(\S+)$", section, flags=re.MULTILINE)
+    assert pairs, "the Deploying section lists no environment"
+    return {name: value.strip("'\"") for name, value in pairs}
+
+
+def check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=settings.BASE_DIR,
+    )
+
+
+def test_the_documented_production_environment_passes_check_deploy_without_a_warning(tmp_path):
+    env = clean_env(DISPUTA_VAR_DIR=str(tmp_path), **deploying_environment())
+    assert env.get("DISPUTA_TLS") and env.get("DJANGO_ALLOWED_HOSTS")
+    done = check_deploy(env)
+    assert done.returncode == 0, done.stderr
+    assert "System check identified no issues (0 silenced)." in done.stdout, done.stdout + done.stderr
+
+
+def test_check_deploy_names_what_the_laptop_defaults_lack(tmp_path):
+    done = check_deploy(clean_env(DISPUTA_VAR_DIR=str(tmp_path)))
+    for warning in ("security.W004", "security.W008", "security.W012", "security.W016"):
+        assert warning in done.stderr, done.stderr
+    tls_local = check_deploy(clean_env(DISPUTA_VAR_DIR=str(tmp_path), DISPUTA_TLS="1"))
+    assert "debates.W001" in tls_local.stderr and "DJANGO_ALLOWED_HOSTS" in tls_local.stderr
