@@ -38,6 +38,7 @@ def test_five_wrong_passwords_lock_the_account_even_against_the_right_one_and_fr
     )
     assert response.status_code == 429
     assert "Too many failed logins" in response.content.decode()
+    assert "Try again in 15 minutes" in response.content.decode()
     assert "_auth_user_id" not in response.client.session
 
 
