@@ -57,7 +57,7 @@ def run_export_brief(run: Run) -> str:
     if run.protocol == "adversarial":
         if not run.outcome:
             raise BriefUnavailable(f"run {run.pk} has no outcome yet ({run.status})")
-        from debates.exports_adversarial import adversarial_review_md
+        from debates.protocols.adversarial.exports import adversarial_review_md
 
         return adversarial_review_md(run)
     if run.protocol != "comparative":

@@ -79,7 +79,11 @@ def export_file(run: Run, format: str) -> ExportFile:
 
 def _artifacts_zip(run: Run) -> bytes:
     """The files `--format artifacts` writes into a directory, written by the same writer, as a zip."""
-    from debates.exports_consultation import ArtifactsUnavailable, artifacts_write, consultation_artifacts
+    from debates.protocols.consultation.exports import (
+        ArtifactsUnavailable,
+        artifacts_write,
+        consultation_artifacts,
+    )
 
     try:
         documents = consultation_artifacts(run)

@@ -18,7 +18,7 @@ from django.conf import settings
 
 from debates.models import Run
 from debates.protocols.base import KbView, RunView
-from debates.protocols.kb_debate import Entry, Ledger, TurnInfo, debater_handle
+from debates.protocols.kb_debate.protocol import Entry, Ledger, TurnInfo, debater_handle
 
 if TYPE_CHECKING:
     from kb.models import ProposedMutation, Revision
@@ -195,7 +195,7 @@ def _decision_json(run: Run) -> dict[str, Any]:
 def _kb_debate_json(run: Run) -> dict[str, Any]:
     """The json export's `ledger` / `revisions` / `proposed_mutations` for a kb-debate run."""
     from debates.engine.view import run_view_load
-    from debates.protocols.kb_debate import ledger_build
+    from debates.protocols.kb_debate.protocol import ledger_build
 
     if run.kb_id is None:
         return {}
@@ -381,7 +381,7 @@ def _mutations_md(doc: _RunDoc, key: str, payload: Mapping[str, Any]) -> list[st
     proposed = payload.get("mutations") or []
     if not proposed:
         return []
-    from debates.protocols.kb_debate import mutation_payload
+    from debates.protocols.kb_debate.protocol import mutation_payload
 
     rows = doc.mutations_of(key)
     lines = ["**Proposed KB mutations**", ""]
@@ -701,7 +701,7 @@ def run_export_run_dir(run: Run) -> dict[str, str]:
     snapshot taken when the run was created as `kb-snapshot-construction/`. See RUN_DIR_EMPTY_DIRS for the
     directories that may be empty and so are not in the dict."""
     from debates.engine.view import run_view_load
-    from debates.protocols.kb_debate import ledger_build
+    from debates.protocols.kb_debate.protocol import ledger_build
     from kb.formats.seed002 import revisions_text
     from kb.models import Snapshot
     from kb.services import kb_files

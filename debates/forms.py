@@ -10,7 +10,10 @@ from django import forms
 
 from debates import demo
 from debates.agents.base import backend_choices
-from debates.protocols import comparative, consultation, market_panel, registry
+from debates.protocols import registry
+from debates.protocols.comparative import protocol as comparative
+from debates.protocols.consultation import protocol as consultation
+from debates.protocols.market_panel import protocol as market_panel
 
 DEFAULT_ANALYSTS = (
     "Ada: economic costs and benefits\nBo: risks and second-order effects\nCy: evidence quality"
@@ -542,7 +545,7 @@ class RunForm(forms.Form):
         analysts = data["analysts"]
         options: dict[str, Any] = {"answers": data["sim_answers"], "cps": data["sim_cps"]}
         if data["sim_fail_analyst"] and analysts:
-            from debates.protocols.cross_examination import analyst_handle
+            from debates.protocols.cross_examination.protocol import analyst_handle
 
             options["fail"] = [f"r1/analysis/{analyst_handle(analysts[-1]['name'])}"]
         if data["sim_no_questions"]:

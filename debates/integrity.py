@@ -97,7 +97,7 @@ def _cross_examination(outcome: Mapping[str, Any], config: Mapping[str, Any], na
 
 def _kb_debate(outcome: Mapping[str, Any], config: Mapping[str, Any], names, turns) -> SeatResult:
     try:
-        from debates.protocols.kb_debate import debater_handle
+        from debates.protocols.kb_debate.protocol import debater_handle
     except ImportError:  # pragma: no cover - the protocol is part of the project
         return [], "not applicable", None
     positions = [str(p) for p in _list(config.get("positions"))]

@@ -393,7 +393,7 @@ def kb_debate_context(run: Run) -> dict[str, Any] | None:
     """A kb-debate run's KB as its page shows it: every argument with its live rating (and the one the snapshot
     took), the claims ledger derived from the committed turns, turn numbers with their anchors, the engagement
     edges between arguments, and the KB mutations this run proposed, per turn."""
-    from debates.protocols.kb_debate import KbDebateConfig, ledger_build
+    from debates.protocols.kb_debate.protocol import KbDebateConfig, ledger_build
 
     view = run_view_load(run)
     kb = view.kb

@@ -114,6 +114,12 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
             ],
+            # A protocol's template tags live in its own package: {% load <package> %} loads
+            # debates/protocols/<package>/panels.py.
+            "libraries": {
+                panels.parent.name: f"debates.protocols.{panels.parent.name}.panels"
+                for panels in sorted((BASE_DIR / "debates" / "protocols").glob("*/panels.py"))
+            },
         },
     },
 ]

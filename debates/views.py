@@ -83,7 +83,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
 def run_new_criteria(request: HttpRequest) -> HttpResponse:
     """The comparative criteria box for a decision type: its default criteria, unless the user has edited the
     box (then it is kept, and the note says how to get the defaults)."""
-    from debates.protocols import comparative
+    from debates.protocols.comparative import protocol as comparative
 
     decision_type = request.GET.get("decision_type", "vendor")
     current = request.GET.get("criteria", "")

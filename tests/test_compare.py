@@ -13,7 +13,7 @@ from django.test import Client
 from debates import services
 from debates.models import Run
 from tests.conftest import run_to_stop
-from tests.test_kb_debate_page import MODERATOR, OPENING_CON, OPENING_PRO, REBUT, commit
+from tests.protocols.kb_debate.test_page import MODERATOR, OPENING_CON, OPENING_PRO, REBUT, commit
 from tests.test_rendering import XSS_CORPUS, executable_parts
 
 
@@ -85,7 +85,7 @@ def test_two_seeds_of_a_cross_examination_side_by_side(make_run, viewer_client):
 
 @pytest.mark.django_db(transaction=True)
 def test_comparative_runs_show_their_scorecard_totals_and_both_picks(moderator_client, moderator):
-    from tests.protocols.test_comparative_simulated import debate
+    from tests.protocols.comparative.test_simulated import debate
 
     a, b = debate(seed=3), debate(seed=4)
     other = "A" if b.judge_pick == "B" else "B"
@@ -111,7 +111,7 @@ def test_comparative_runs_show_their_scorecard_totals_and_both_picks(moderator_c
 def test_both_outcomes_keep_every_id_on_the_page_unique_and_their_links_working(moderator_client):
     """The same outcome partial twice: each side's ids are prefixed, its links to its own elements follow them,
     and its links to elements of the run page (its turns) lead there."""
-    from tests.protocols.test_comparative_simulated import debate
+    from tests.protocols.comparative.test_simulated import debate
 
     a, b = debate(seed=3), debate(seed=4)
     html = compare(moderator_client, f"?a={a.pk}&b={b.pk}")

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from debates import services
 from debates.exports import run_export_json, run_export_run_dir, run_export_zip
 from debates.models import Run, Turn
-from debates.schemas import kb_debate as schema
+from debates.protocols.kb_debate import schema
 from kb.demo import demo_kbs_load
 from kb.discipline import mutation_propose
 from kb.models import KnowledgeBase

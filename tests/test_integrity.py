@@ -16,8 +16,8 @@ from debates.integrity import agreement_stats, run_signals, runs_signals
 from debates.models import Run, RunEvent, Seat, Turn
 from kb.demo import demo_kbs_load
 from tests.conftest import run_to_stop
-from tests.test_comparative_page import comparison
-from tests.test_market_panel_page import panel
+from tests.protocols.comparative.test_page import comparison
+from tests.protocols.market_panel.test_page import panel
 
 
 def finish(run: Run, **fields: Any) -> Run:

@@ -199,7 +199,7 @@ class ForkTests:
 @pytest.mark.django_db(transaction=True)
 class ConsultationForkTests:
     def test_the_copied_rounds_get_their_artifacts_and_the_state_machine_goes_on(self, moderator):
-        from debates.exports_consultation import consultation_artifacts
+        from debates.protocols.consultation.exports import consultation_artifacts
 
         parent = services.run_create(
             protocol="consultation",

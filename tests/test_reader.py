@@ -21,7 +21,7 @@ from debates.review import turn_rounds
 from kb.citations import citations_for_run
 from kb.models import ProposedMutation, Revision
 from tests.conftest import run_to_stop
-from tests.test_kb_debate_page import MODERATOR, OPENING_CON, OPENING_PRO, REBUT, commit
+from tests.protocols.kb_debate.test_page import MODERATOR, OPENING_CON, OPENING_PRO, REBUT, commit
 from tests.test_rendering import XSS_CORPUS, executable_parts
 
 T1 = "turn-t01-opening-debater-con-pricing"
@@ -280,7 +280,7 @@ def test_a_finished_kb_debate_shows_its_verdict_with_the_transcript(moderator_cl
 
 @pytest.mark.django_db(transaction=True)
 def test_the_scorecard_and_the_humans_decision_are_shown(moderator_client, moderator):
-    from tests.protocols.test_comparative_simulated import debate
+    from tests.protocols.comparative.test_simulated import debate
 
     run = debate()
     assert services.run_pick_record(

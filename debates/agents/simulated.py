@@ -282,16 +282,19 @@ class SimulatedBackend:
 
 
 def _generators_discover() -> None:
-    """Other protocols' simulated seats live in their own `simulated_<protocol>` modules, each with a GENERATORS
-    dict of its own: adding a protocol adds a module, it does not edit this one."""
+    """Other protocols' simulated seats live in their own package (`debates/protocols/<name>/simulated.py`), each
+    with a GENERATORS dict of its own: adding a protocol adds a folder, it does not edit this module. Found by
+    name, not imported statically: this layer sits below the protocols."""
     import importlib
+    import importlib.util
     import pkgutil
 
-    import debates.agents as package
+    import debates.protocols as package
 
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name.startswith("simulated_"):
-            GENERATORS.update(importlib.import_module(f"debates.agents.{module.name}").GENERATORS)
+    for found in pkgutil.iter_modules(package.__path__):
+        if found.ispkg and importlib.util.find_spec(f"debates.protocols.{found.name}.simulated") is not None:
+            module = importlib.import_module(f"debates.protocols.{found.name}.simulated")
+            GENERATORS.update(module.GENERATORS)
 
 
 _generators_discover()

@@ -1,4 +1,4 @@
-"""Protocols register by name; adding one is adding a module here, never touching the engine."""
+"""Protocols register by name; adding one is adding a package here, never touching the engine."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ def all_protocols() -> list[Protocol]:
 def autodiscover() -> None:
     import debates.protocols as package
 
+    # One package per protocol (debates/protocols/<name>/protocol.py); the modules beside them are shared.
     for module in pkgutil.iter_modules(package.__path__):
-        if module.name not in {"base", "registry"}:
-            importlib.import_module(f"debates.protocols.{module.name}")
+        if module.ispkg:
+            importlib.import_module(f"debates.protocols.{module.name}.protocol")

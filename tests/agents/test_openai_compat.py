@@ -18,7 +18,7 @@ from debates.engine.view import run_view_load
 from debates.models import Run, RunEvent, RunStatus, TurnStatus
 from debates.protocols import registry
 from debates.protocols.base import Steps
-from debates.schemas import cross_examination as schema
+from debates.protocols.cross_examination import schema
 from debates.testing.fake_llm import FakeLLMServer, Fault, RecordedRequest
 from tests.conftest import EXPECTED_KEYS, FAKE_KEY, LONG_MATERIAL, run_to_stop
 

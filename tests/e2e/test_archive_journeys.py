@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from debates.models import Run
 from tests.conftest import run_to_stop
-from tests.test_comparative_page import comparison
+from tests.protocols.comparative.test_page import comparison
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ from playwright.sync_api import ConsoleMessage, Locator, Page, expect
 
 from debates import selectors
 from debates.models import Run
-from debates.protocols.kb_debate import ORBIT_EDGES
+from debates.protocols.kb_debate.protocol import ORBIT_EDGES
 from kb.models import Argument, ProposedMutation
 
 pytestmark = pytest.mark.e2e

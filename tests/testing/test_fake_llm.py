@@ -17,7 +17,7 @@ from debates.agents.base import AgentRequest
 from debates.agents.prompts import prompt_render
 from debates.agents.simulated import simulated_payload
 from debates.protocols.base import RunView, Step
-from debates.schemas.cross_examination import Analysis
+from debates.protocols.cross_examination.schema import Analysis
 from debates.testing.fake_llm import FakeLLMServer, Fault, simulated_reply, token_count
 
 MODEL = "claude-test"

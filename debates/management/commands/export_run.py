@@ -53,7 +53,11 @@ class Command(BaseCommand):
         self.stdout.write(str(out))
 
     def _artifacts(self, run: Run, out: Path) -> None:
-        from debates.exports_consultation import ArtifactsUnavailable, artifacts_write, consultation_artifacts
+        from debates.protocols.consultation.exports import (
+            ArtifactsUnavailable,
+            artifacts_write,
+            consultation_artifacts,
+        )
 
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise CommandError(

@@ -1,0 +1,510 @@
+"""Adversarial review (seed 003 family, the Adversarial Debate pattern): an advocate biased toward approval and a
+challenger biased toward real issues (exactly 5 concerns ranked by severity, each quoting the artifact, naming the
+concrete risk and a fix) work in parallel on the same artifact; a judge then says which advocate arguments
+survived, scores every concern genuine vs stretch (1–5), checks whether the challenger pulled its punches, names
+agreement and contested zones and 2–3 key narratives, and gives a binary verdict the human confirms or overrides.
+
+Softeners and hedges ("minor nitpick", "it depends", ...) are flagged, not refused: they are shown to the judge
+and to the human. Every rule of the protocol, including its graceful degradation, lives in this module:
+
+    one side fails   -> the judge judges the survivor alone           (mode "one-sided")
+    both sides fail  -> the judge reviews the artifact alone          (mode "single")
+    the judge fails  -> both outputs side by side, the human decides  (mode "raw")
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from debates.protocols.adversarial import schema
+from debates.protocols.base import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.protocols.fallback import Chain, failure_reason
+from debates.protocols.registry import register
+
+KEY_CASE = "r1/case/advocate"
+KEY_CONCERNS = "r1/concerns/challenger"
+KEY_JUDGEMENT = "r2/judgement/judge"
+KEY_REVIEW = "r2/review/judge"  # the single-agent review, when both sides failed
+
+# The seed bans these in the challenger's brief; the comparative pattern bans the hedges. Both are flagged.
+SOFTENERS = ("minor nitpick", "probably fine but", "just a thought")
+HEDGES = ("it depends", "either could work")
+BANNED_PHRASES = SOFTENERS + HEDGES
+
+VERDICTS = ("approve", "reject")
+MODES = ("full", "one-sided", "single", "raw")
+
+
+class AdversarialConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    artifact_type: str = Field(
+        default="proposal",
+        min_length=1,
+        max_length=60,
+        description="What is under review (RFC, design doc, proposal, ...): named in the briefs and the verdict.",
+    )
+    framework: list[
+        Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
+    ] = Field(
+        default_factory=list, max_length=12, description="Evaluation criteria both sides argue against."
+    )
+
+
+QUOTE_MARKS = str.maketrans("“”‘’", "\"\"''")
+
+
+def _normalise(text: str) -> str:
+    """For quote matching: curly quotes made straight, whitespace collapsed, outer quotes and a trailing
+    ellipsis dropped, lower case."""
+    text = text.translate(QUOTE_MARKS)
+    text = re.sub(r"\s+", " ", text).strip().strip("\"'").strip()
+    text = re.sub(r"(\.\.\.|…)$", "", text).strip()
+    return text.lower()
+
+
+MIN_QUOTE_WORDS = 3  # "the" occurs in any artifact: a quote must be long enough to pin a place down
+
+
+def quote_in(quote: str, material: str) -> bool:
+    """Does the quote occur in the material (after normalisation), and is it at least MIN_QUOTE_WORDS words
+    (or the whole material, if that is shorter)?"""
+    needle, haystack = _normalise(quote), _normalise(material)
+    if len(needle.split()) < min(MIN_QUOTE_WORDS, len(haystack.split())):
+        return False
+    return bool(needle) and needle in haystack
+
+
+_PHRASE_PATTERNS = {
+    phrase: re.compile(r"\b" + r"[\s,;:–—-]+".join(map(re.escape, phrase.split())) + r"\b")
+    for phrase in BANNED_PHRASES
+}
+
+
+def softeners_find(texts: Mapping[str, str]) -> list[dict[str, str]]:
+    """Banned softeners and hedges in a side's own words: [{phrase, where, excerpt}] in the order of `texts`.
+    Quotes of the artifact are not the side's words and are not passed here."""
+    found = []
+    for where, text in texts.items():
+        lowered = re.sub(r"\s+", " ", str(text)).lower()
+        for phrase, pattern in _PHRASE_PATTERNS.items():
+            for match in pattern.finditer(lowered):
+                start = max(0, match.start() - 40)
+                found.append({"phrase": phrase, "where": where, "excerpt": lowered[start : match.end() + 40]})
+    return found
+
+
+def case_texts(case: Mapping[str, Any]) -> dict[str, str]:
+    texts = {"summary": str(case.get("summary", ""))}
+    for strength in case.get("strengths", []) or []:
+        texts[f"strength {strength.get('id', '?')}"] = (
+            f"{strength.get('point', '')} {strength.get('why_it_matters', '')}"
+        )
+    for number, tradeoff in enumerate(case.get("tradeoffs_acknowledged", []) or [], start=1):
+        texts[f"trade-off {number}"] = str(tradeoff)
+    for number, blocker in enumerate(case.get("addressable_blockers", []) or [], start=1):
+        texts[f"blocker {number}"] = f"{blocker.get('blocker', '')} {blocker.get('how_addressed', '')}"
+    return texts
+
+
+def concerns_texts(concerns: Mapping[str, Any]) -> dict[str, str]:
+    texts = {}
+    for number, strength in enumerate(concerns.get("acknowledged_strengths", []) or [], start=1):
+        texts[f"acknowledged strength {number}"] = str(strength)
+    for concern in concerns.get("concerns", []) or []:
+        texts[f"concern {concern.get('rank', '?')}"] = " ".join(
+            str(concern.get(k, "")) for k in ("title", "risk", "fix")
+        )
+    return texts
+
+
+def _severity_errors(concerns: Sequence[schema.Concern]) -> list[str]:
+    ranks = [c.rank for c in concerns]
+    errors = [f"concern rank {r} is used twice" for r in sorted({r for r in ranks if ranks.count(r) > 1})]
+    errors += [f"no concern has rank {r}" for r in range(1, schema.CONCERN_COUNT + 1) if r not in ranks]
+    if errors:
+        return errors
+    ordered = sorted(concerns, key=lambda c: c.rank)
+    for higher, lower in zip(ordered, ordered[1:], strict=False):
+        if schema.SEVERITY_ORDER[lower.severity] > schema.SEVERITY_ORDER[higher.severity]:
+            errors.append(
+                f"concern rank {lower.rank} ({lower.severity}) is more severe than rank {higher.rank} "
+                f"({higher.severity}): rank the concerns by severity, most severe first"
+            )
+    return errors
+
+
+def _quote_errors(items: Sequence[tuple[str, str]], material: str, artifact: str) -> list[str]:
+    return [
+        f"{label}: the quote is not the words of the {artifact}: “{quote[:80]}”"
+        for label, quote in items
+        if not quote_in(quote, material)
+    ]
+
+
+@register
+class Adversarial(Protocol):
+    name = "adversarial"
+    title = "Adversarial review (advocate vs challenger)"
+    description = (
+        "An advocate makes the strongest case that the artifact is ready while a challenger raises exactly 5 "
+        "concerns ranked by severity, each quoting the artifact with its risk and a fix; a judge scores each "
+        "concern genuine or stretch, checks for pulled punches and gives a binary verdict you confirm or override."
+    )
+    config_model = AdversarialConfig
+    template = "debates/protocols/adversarial.html"
+    stages = (
+        Stage("positions", "Advocate ∥ Challenger"),
+        Stage("judgement", "Judge"),
+        Stage("done", "Competitive review"),
+    )
+
+    def seats(self, config: BaseModel) -> list[SeatSpec]:
+        assert isinstance(config, AdversarialConfig)
+        artifact = config.artifact_type
+        return [
+            SeatSpec(
+                "advocate",
+                "Advocate",
+                "advocate",
+                f"biased toward approval: the strongest honest case that the {artifact} is ready",
+            ),
+            SeatSpec(
+                "challenger",
+                "Challenger",
+                "challenger",
+                f"senior staff engineer who has seen 50+ {artifact}s fail",
+            ),
+            SeatSpec(
+                "judge", "Judge", "judge", "impartial: discounts nitpicks, rewards evidence from the artifact"
+            ),
+        ]
+
+    # --- planning -------------------------------------------------------------------------------------------
+
+    def plan(self, view: RunView) -> Plan:
+        config = view.config
+        assert isinstance(config, AdversarialConfig)
+        artifact = config.artifact_type
+        if not view.material.strip():
+            return Done(
+                {}, failed=True, reason=f"There is no {artifact} to review: the run's material is empty."
+            )
+        pending = [key for key in (KEY_CASE, KEY_CONCERNS) if not view.finished(key)]
+        if pending:
+            return Steps(tuple(self._side_step(view, key) for key in pending))
+
+        case, concerns = view.payload(KEY_CASE), view.payload(KEY_CONCERNS)
+        chain = Chain("full")
+        if case is None and concerns is None:
+            chain.down(
+                "single",
+                f"Both sides failed (advocate: {failure_reason(view, KEY_CASE)}; challenger: "
+                f"{failure_reason(view, KEY_CONCERNS)}): the judge reviews the {artifact} alone, as a single agent.",
+            )
+            if not view.finished(KEY_REVIEW):
+                return Steps((self._review_step(view),), notices=chain.notices())
+            if view.payload(KEY_REVIEW) is None:
+                chain.notes.append(
+                    f"The single-agent review failed too ({failure_reason(view, KEY_REVIEW)})."
+                )
+                return Done(
+                    self._outcome(view, chain),
+                    failed=True,
+                    reason="The advocate, the challenger and the single-agent review all failed.",
+                )
+            return Done(self._outcome(view, chain))
+
+        if case is None or concerns is None:
+            failed, survivor = ("advocate", "challenger") if case is None else ("challenger", "advocate")
+            chain.down(
+                "one-sided",
+                f"The {failed} failed ({failure_reason(view, KEY_CASE if case is None else KEY_CONCERNS)}): "
+                f"the judge judges the {survivor}'s output alone.",
+            )
+        if not view.finished(KEY_JUDGEMENT):
+            return Steps((self._judgement_step(view, case, concerns, chain.mode),), notices=chain.notices())
+        if view.payload(KEY_JUDGEMENT) is None:
+            shown = (
+                "both outputs are shown side by side"
+                if chain.mode == "full"
+                else "the surviving output is shown"
+            )
+            chain.down(
+                "raw",
+                f"The judge failed ({failure_reason(view, KEY_JUDGEMENT)}): {shown} for you to adjudicate.",
+            )
+        return Done(self._outcome(view, chain))
+
+    def _common_context(self, view: RunView) -> dict[str, Any]:
+        config = view.config
+        assert isinstance(config, AdversarialConfig)
+        return {"artifact_type": config.artifact_type, "framework": list(config.framework)}
+
+    def _side_step(self, view: RunView, key: str) -> Step:
+        model: type[BaseModel]
+        if key == KEY_CASE:
+            seat, task, model = "advocate", "case", schema.AdvocateCase
+            extra: dict[str, Any] = {}
+        else:
+            seat, task, model = "challenger", "concerns", schema.ChallengerConcerns
+            extra = {"concern_count": schema.CONCERN_COUNT, "banned_softeners": list(SOFTENERS)}
+        return Step(
+            key=key,
+            seat=seat,
+            stage="positions",
+            task=task,
+            schema=model,
+            sees=(),  # the case and the concerns are written independently of each other
+            context={
+                "name": view.seats[seat].name,
+                "lens": view.seats[seat].lens,
+                **self._common_context(view),
+                **extra,
+            },
+        )
+
+    def _judgement_step(
+        self,
+        view: RunView,
+        case: Mapping[str, Any] | None,
+        concerns: Mapping[str, Any] | None,
+        mode: str,
+    ) -> Step:
+        return Step(
+            key=KEY_JUDGEMENT,
+            seat="judge",
+            stage="judgement",
+            task="judgement",
+            schema=schema.AdversarialJudgement,
+            context={
+                "name": view.seats["judge"].name,
+                "lens": view.seats["judge"].lens,
+                **self._common_context(view),
+                "mode": mode,
+                "missing": [side for side, p in (("advocate", case), ("challenger", concerns)) if p is None],
+                "case": dict(case) if case else None,
+                "concerns": dict(concerns) if concerns else None,
+                "softeners": self._softeners(case, concerns),
+            },
+        )
+
+    def _review_step(self, view: RunView) -> Step:
+        return Step(
+            key=KEY_REVIEW,
+            seat="judge",
+            stage="judgement",
+            task="review",
+            schema=schema.SingleReview,
+            context={
+                "name": view.seats["judge"].name,
+                "lens": view.seats["judge"].lens,
+                **self._common_context(view),
+                "mode": "single",
+                "concern_count": schema.CONCERN_COUNT,
+                "banned_softeners": list(SOFTENERS),
+            },
+        )
+
+    @staticmethod
+    def _softeners(
+        case: Mapping[str, Any] | None, concerns: Mapping[str, Any] | None
+    ) -> dict[str, list[dict[str, str]]]:
+        return {
+            "advocate": softeners_find(case_texts(case)) if case else [],
+            "challenger": softeners_find(concerns_texts(concerns)) if concerns else [],
+        }
+
+    # --- validation beyond the schema -----------------------------------------------------------------------
+
+    def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
+        artifact = str(step.context.get("artifact_type") or "artifact")
+        material = view.material
+        if isinstance(payload, schema.AdvocateCase):
+            ids = [s.id for s in payload.strengths]
+            errors = [f"strength id {i} is used twice" for i in sorted({i for i in ids if ids.count(i) > 1})]
+            return errors + _quote_errors(
+                [(f"strength {s.id}", s.quote) for s in payload.strengths], material, artifact
+            )
+        if isinstance(payload, schema.ChallengerConcerns):
+            return _severity_errors(payload.concerns) + _quote_errors(
+                [(f"concern rank {c.rank}", c.quote) for c in payload.concerns], material, artifact
+            )
+        if isinstance(payload, schema.AdversarialJudgement):
+            return self._validate_judgement(step, payload)
+        if isinstance(payload, schema.SingleReview):
+            return (
+                _severity_errors(payload.concerns)
+                + _quote_errors(
+                    [(f"strength {n}", s.quote) for n, s in enumerate(payload.strengths, start=1)],
+                    material,
+                    artifact,
+                )
+                + _quote_errors(
+                    [(f"concern rank {c.rank}", c.quote) for c in payload.concerns], material, artifact
+                )
+            )
+        return []
+
+    def _validate_judgement(self, step: Step, payload: schema.AdversarialJudgement) -> list[str]:
+        case, concerns = step.context.get("case"), step.context.get("concerns")
+        errors: list[str] = []
+        expected = [c["rank"] for c in concerns["concerns"]] if concerns else []
+        given = [a.rank for a in payload.concern_assessments]
+        if not concerns and given:
+            errors.append("the challenger failed: there are no concerns to assess")
+        else:
+            errors += [f"concern rank {r} is not assessed" for r in sorted(set(expected) - set(given))]
+            errors += [
+                f"concern rank {r} is assessed twice"
+                for r in sorted({r for r in given if given.count(r) > 1})
+            ]
+            errors += [f"there is no concern of rank {r}" for r in sorted(set(given) - set(expected))]
+        if concerns and payload.pulled_punches is None:
+            errors.append(
+                "pulled_punches: say whether the challenger's concerns were genuine or performative"
+            )
+        for a in payload.concern_assessments:
+            if a.genuine == "genuine" and a.score < 3:
+                errors.append(f"concern rank {a.rank}: a genuine concern scores 3–5, not {a.score}")
+            if a.genuine == "stretch" and a.score > 2:
+                errors.append(f"concern rank {a.rank}: a stretch scores 1–2, not {a.score}")
+            if not case and a.addressed_by_advocate:
+                errors.append(f"concern rank {a.rank}: the advocate failed, so it cannot have addressed it")
+        strength_ids = {s["id"] for s in case["strengths"]} if case else set()
+        named = [s.strength_id for s in payload.surviving_arguments]
+        errors += [
+            f"surviving argument {i}: the advocate has no strength {i}"
+            for i in named
+            if i not in strength_ids
+        ]
+        errors += [
+            f"strength {i} is listed as surviving twice"
+            for i in sorted({i for i in named if named.count(i) > 1})
+        ]
+        return errors
+
+    # --- progress and outcome -------------------------------------------------------------------------------
+
+    def expected_turns(self, view: RunView) -> int:
+        return max(3, len(view.turns))  # two sides and one judge, whichever way it degrades
+
+    def _outcome(self, view: RunView, chain: Chain) -> dict[str, Any]:
+        config = view.config
+        assert isinstance(config, AdversarialConfig)
+        case = view.payload(KEY_CASE)
+        concerns_payload = view.payload(KEY_CONCERNS)
+        judgement = view.payload(KEY_JUDGEMENT) if chain.mode in {"full", "one-sided"} else None
+        review = view.payload(KEY_REVIEW) if chain.mode == "single" else None
+        softeners = self._softeners(case, concerns_payload)
+
+        concerns = None
+        if concerns_payload:
+            flagged: dict[str, list[str]] = {}
+            for flag in softeners["challenger"]:
+                flagged.setdefault(flag["where"], []).append(flag["phrase"])
+            concerns = {
+                "acknowledged_strengths": list(concerns_payload["acknowledged_strengths"]),
+                "concerns": [
+                    {**dict(c), "softeners": flagged.get(f"concern {c['rank']}", [])}
+                    for c in sorted(concerns_payload["concerns"], key=lambda c: c["rank"])
+                ],
+            }
+
+        assessments = {a["rank"]: a for a in (judgement or {}).get("concern_assessments", [])}
+        listed = (concerns or {}).get("concerns") or sorted(
+            (review or {}).get("concerns", []), key=lambda c: c["rank"]
+        )
+        table = []
+        for concern in listed:
+            assessed = assessments.get(concern["rank"])
+            table.append(
+                {
+                    "rank": concern["rank"],
+                    "severity": concern["severity"],
+                    "title": concern["title"],
+                    "quote": concern["quote"],
+                    "addressed": assessed["addressed_by_advocate"] if assessed else None,
+                    "genuine": assessed["genuine"] if assessed else "",
+                    "score": assessed["score"] if assessed else None,
+                    "note": assessed.get("note", "") if assessed else "",
+                    "softened": bool(concern.get("softeners")),
+                }
+            )
+        rows = [r for r in table if r["score"] is not None]
+        counts = {
+            "total": len(table),
+            "assessed": len(rows),
+            "genuine": sum(1 for r in rows if r["genuine"] == "genuine"),
+            "stretch": sum(1 for r in rows if r["genuine"] == "stretch"),
+            "unaddressed": sum(1 for r in rows if not r["addressed"]),
+            "genuine_unaddressed": sum(1 for r in rows if r["genuine"] == "genuine" and not r["addressed"]),
+            "serious_unaddressed": sum(
+                1 for r in rows if r["genuine"] == "genuine" and not r["addressed"] and r["score"] >= 4
+            ),
+        }
+
+        strengths = {s["id"]: s for s in (case or {}).get("strengths", [])}
+        surviving = [
+            {
+                "strength_id": s["strength_id"],
+                "point": strengths.get(s["strength_id"], {}).get("point", ""),
+                "quote": strengths.get(s["strength_id"], {}).get("quote", ""),
+                "why": s["why"],
+            }
+            for s in (judgement or {}).get("surviving_arguments", [])
+        ]
+        verdict_from = judgement or review
+        verdict = str(verdict_from["verdict"]) if verdict_from else ""
+        pulled = (judgement or {}).get("pulled_punches")
+        notes = list(chain.notes)
+        if pulled and pulled.get("verdict") == "genuine" and softeners["challenger"]:
+            phrases = ", ".join(sorted({f"“{f['phrase']}”" for f in softeners["challenger"]}))
+            notes.append(
+                f"The judge found the challenge genuine although the challenger softened it ({phrases})."
+            )
+        checks = []
+        if verdict == "approve" and counts["serious_unaddressed"] >= 2:
+            checks.append(
+                f"The judge approves although {counts['serious_unaddressed']} genuine concerns scored 4+ "
+                "went unaddressed by the advocate."
+            )
+        if verdict == "reject" and judgement and counts["assessed"] and not counts["genuine"]:
+            checks.append("The judge rejects although it scored every concern a stretch.")
+
+        artifact = config.artifact_type
+        return {
+            "protocol": self.name,
+            "schema_version": schema.SCHEMA_VERSION,
+            "question": view.topic,
+            "artifact_type": artifact,
+            "framework": list(config.framework),
+            "mode": chain.mode,
+            "degradations": chain.degradations,
+            "notes": notes,
+            "case": dict(case) if case else None,
+            "concerns": concerns,
+            "judgement": dict(judgement) if judgement else None,
+            "review": dict(review) if review else None,
+            "softeners": softeners,
+            "concern_table": table,
+            "concern_counts": counts,
+            "surviving_arguments": surviving,
+            "pulled_punches": dict(pulled) if pulled else None,
+            "agreement_zones": list((judgement or {}).get("agreement_zones", [])),
+            "contested_zones": list((judgement or {}).get("contested_zones", [])),
+            "key_narratives": list((verdict_from or {}).get("key_narratives", [])),
+            "verdict": verdict,
+            "rationale": str(verdict_from["rationale"]) if verdict_from else "",
+            "verdict_by": "judge" if judgement else ("single-review" if review else ""),
+            "verdict_checks": checks,
+            "sided_with": {"approve": "advocate", "reject": "challenger"}.get(verdict, "")
+            if judgement
+            else "",
+            "judge_pick": verdict,
+            "pick_options": [["approve", f"Approve the {artifact}"], ["reject", f"Reject the {artifact}"]],
+        }

@@ -1,0 +1,94 @@
+"""`export_run --format artifacts`: a consultation's round artifacts (seed 001) as the seed writes them, snake_case
+JSON with `artifact_type`, `schema_version` "1.0", `round_number` and `created_at`, one file per artifact:
+
+    round-1-independent-<agent>.json   one per agent that answered in Round 1
+    round-2-synthesis.json             the judge's synthesis (invalid tensions dropped)
+    round-3-cross_exam.json            the judge's cross-examination synthesis
+    round-4-verdict.json               the verdict (converge or explore form)
+    consultation.json                  the state machine's snapshot: consultation_id, current_state, current_round,
+                                       is_terminal and every transition {from, to, timestamp, reason}
+
+The artifacts are the ones validated and stored (in `round_artifact` events) when each round committed; nothing
+is rebuilt at export time, so the files are what the run recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from debates.models import Run
+
+
+class ArtifactsUnavailable(Exception):
+    pass
+
+
+def artifact_filename(event: dict[str, Any]) -> str:
+    round_number, artifact_type = event.get("round_number"), event.get("artifact_type")
+    if artifact_type == "independent":
+        agent = str(event.get("agent", "")).removeprefix("agent-") or "agent"
+        return f"round-{round_number}-independent-{agent}.json"
+    return f"round-{round_number}-{artifact_type}.json"
+
+
+def consultation_snapshot(run: Run) -> dict[str, Any]:
+    """The state machine's snapshot in the seed's form (ConsultStateMachine.toJSON, snake_case)."""
+    from debates.protocols.consultation.protocol import ROUND_OF_STATE, TERMINAL
+
+    state_events = run.events.filter(kind="state").order_by("seq").values_list("payload", "created_at")
+    transitions = [
+        {
+            "from": str(payload.get("from", "")),
+            "to": str(payload.get("to", "")),
+            "timestamp": at.isoformat(),
+            "reason": payload.get("reason") or None,
+        }
+        for payload, at in state_events
+    ]
+    current = str(transitions[-1]["to"]) if transitions else "idle"
+    outcome = run.outcome if isinstance(run.outcome, dict) else {}
+    return {
+        "consultation_id": str(run.pk),
+        "question": run.topic,
+        "mode": run.config.get("mode", "converge"),
+        "agents": [
+            {"name": name, "model": model or run.backend, "provider": backend}
+            for name, model, backend in run.seats.filter(role="agent")
+            .order_by("position")
+            .values_list("name", "model", "backend")
+        ],
+        "current_state": current,
+        "current_round": ROUND_OF_STATE.get(current, 0),
+        "is_terminal": current in TERMINAL,
+        "transitions": transitions,
+        "completed_rounds": outcome.get("completed_rounds", []),
+        "early_termination": bool((outcome.get("early_termination") or {}).get("terminate")),
+        "abort_reason": outcome.get("reason") if outcome.get("status") == "aborted" else None,
+        "warnings": outcome.get("warnings", []),
+        "schema_version": "1.0",
+    }
+
+
+def consultation_artifacts(run: Run) -> dict[str, dict[str, Any]]:
+    """{file name: JSON document} for the run's round artifacts and its state snapshot."""
+    if run.protocol != "consultation":
+        raise ArtifactsUnavailable(
+            f"only a consultation run has round artifacts (run {run.pk} is {run.protocol})"
+        )
+    files: dict[str, dict[str, Any]] = {}
+    for payload in run.events.filter(kind="round_artifact").order_by("seq").values_list("payload", flat=True):
+        if payload.get("artifact"):
+            files[artifact_filename(payload)] = payload["artifact"]
+    files["consultation.json"] = consultation_snapshot(run)
+    return files
+
+
+def artifacts_write(files: dict[str, dict[str, Any]], out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, document in files.items():
+        path = out / name
+        path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(path)
+    return written

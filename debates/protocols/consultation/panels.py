@@ -1,0 +1,114 @@
+"""The consultation's page helpers: the state machine's progress strip and history (from the run's `state`
+events), the round artifacts' warnings, and filters computed from a turn's own data (so they also work while it
+streams)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from debates.models import Run
+from debates.protocols.consultation.protocol import (
+    COST_ABORT_RATIO,
+    FORWARD,
+    ROUND_OF_STATE,
+    STATE_LABELS,
+    Consultation,
+    ConsultationConfig,
+    mean_confidence,
+    synthesis_clean,
+)
+
+register = template.Library()
+
+
+def consultation_states(run: Run) -> dict[str, Any]:
+    """The state history (from / to / time / reason, oldest first) and the strip of the 9 states: each done,
+    current, skipped (passed over, e.g. by an early termination) or pending; `aborted` only once it happened."""
+    state_events = run.events.filter(kind="state").order_by("seq").values_list("payload", "created_at")
+    transitions = [
+        {
+            "from": str(payload.get("from", "")),
+            "to": str(payload.get("to", "")),
+            "reason": str(payload.get("reason", "")),
+            "at": at,
+        }
+        for payload, at in state_events
+    ]
+    current = str(transitions[-1]["to"]) if transitions else "idle"
+    visited = {"idle", *(t["to"] for t in transitions)}
+    last_forward = max((FORWARD.index(s) for s in visited if s in FORWARD), default=0)
+    strip = []
+    for index, state in enumerate(FORWARD):
+        if state == current:
+            status = "current"
+        elif state in visited:
+            status = "done"
+        elif index < last_forward:
+            status = "skipped"
+        else:
+            status = "pending"
+        strip.append({"state": state, "label": STATE_LABELS[state], "status": status})
+    if "aborted" in visited:
+        strip.append({"state": "aborted", "label": STATE_LABELS["aborted"], "status": "current"})
+    return {
+        "current": current,
+        "current_label": STATE_LABELS.get(current, current),
+        "round": ROUND_OF_STATE.get(current, 0),
+        "terminal": current in {"complete", "aborted"},
+        "strip": strip,
+        "transitions": transitions,
+    }
+
+
+@register.simple_tag
+def consultation_panel(run: Run) -> dict[str, Any]:
+    """Everything the consultation's side panel shows: states, the estimate and its 150 % limit, the warnings
+    recorded with the round artifacts, and the artifacts recorded so far."""
+    panel = consultation_states(run)
+    artifacts = list(
+        run.events.filter(kind="round_artifact").order_by("seq").values_list("payload", flat=True)
+    )
+    config = ConsultationConfig.model_validate(run.config)
+    panel.update(
+        {
+            "mode": config.mode,
+            "threshold": config.consensus_threshold,
+            "auto_approve_under": Consultation.threshold(config),
+            "estimate": run.estimate_usd,
+            "limit": run.estimate_usd * COST_ABORT_RATIO if run.estimate_usd is not None else None,
+            "nominal": bool((run.estimate or {}).get("nominal_model")),
+            "warnings": [w for a in artifacts for w in a.get("warnings", [])],
+            "artifact_errors": [e for a in artifacts for e in a.get("errors", [])],
+            "artifacts": [
+                {"round": a.get("round_number"), "type": a.get("artifact_type"), "turn": a.get("turn", "")}
+                for a in artifacts
+            ],
+        }
+    )
+    return panel
+
+
+@register.filter
+def synthesis_warnings(data: Any) -> list[str]:
+    """The tensions of a synthesis that will be dropped (fewer than 2 viewpoints), as warnings."""
+    if not isinstance(data, dict):
+        return []
+    try:
+        return synthesis_clean(data)[1]
+    except (AttributeError, TypeError):  # a partial stream
+        return []
+
+
+@register.filter
+def consensus_mean(points: Any) -> float | None:
+    try:
+        return round(mean_confidence(points), 2) if points else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+@register.filter
+def valid_viewpoints(tension: Any) -> bool:
+    return isinstance(tension, dict) and len(tension.get("viewpoints") or []) >= 2

@@ -1,0 +1,814 @@
+"""Consultation (seed 001, LLM_Conclave's 4-round consultation engine): 2–5 agents answer a question
+independently and in parallel (R1); a judge synthesises consensus points (with supporting agents and confidence)
+and tensions (at least two viewpoints each; an invalid tension is dropped with a warning) in priority order (R2);
+in converge mode the consultation stops early when the mean consensus confidence reaches the threshold, unless
+the consensus looks rubber-stamped; each agent then challenges the consensus or defends its own position, seeing
+only its R1 position and the top consensus points and tensions, and the judge synthesises the challenges,
+rebuttals and what stays unresolved (R3); the judge's verdict (R4) is one recommendation with its confidence,
+evidence and dissent (converge) or a menu of options with pros, cons and when each is best (explore), from which
+the human may pick.
+
+The seed's 9-state machine is this module's own (`STATES`, `ALLOWED`, `transition`): every change is recorded
+by the engine as a `state` event with from / to / reason and its time (Protocol.states). The cost estimate and
+the consent gate are the engine's (services._consent_gate), with this protocol's own auto-approve amount; the
+plan aborts when the actual cost goes past 150 % of the estimate. Each round's artifact is built in the seed's
+snake_case form, validated and stored in a `round_artifact` event when the round's turn commits."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from itertools import combinations
+from typing import Any, Literal
+
+from django.utils.text import slugify
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from debates.protocols.base import (
+    Done,
+    Plan,
+    Protocol,
+    RunView,
+    SeatSpec,
+    Stage,
+    Step,
+    Steps,
+    Transition,
+)
+from debates.protocols.consultation import schema
+from debates.protocols.registry import register
+
+# --- the state machine (seed 001, ConsultState) ---------------------------------------------------------------
+
+STATES = (
+    "idle",
+    "estimating",
+    "awaiting_consent",
+    "independent",
+    "synthesis",
+    "cross_exam",
+    "verdict",
+    "complete",
+    "aborted",
+)
+ALLOWED: dict[str, frozenset[str]] = {
+    "idle": frozenset({"estimating", "aborted"}),
+    "estimating": frozenset({"awaiting_consent", "aborted"}),
+    "awaiting_consent": frozenset({"independent", "aborted"}),
+    "independent": frozenset({"synthesis", "complete", "aborted"}),  # complete: a single-round consultation
+    "synthesis": frozenset({"cross_exam", "complete", "aborted"}),  # complete: early termination, quick mode
+    "cross_exam": frozenset({"verdict", "complete", "aborted"}),
+    "verdict": frozenset({"complete", "aborted"}),
+    "complete": frozenset(),
+    "aborted": frozenset(),
+}
+TERMINAL = frozenset({"complete", "aborted"})
+FORWARD = STATES[:-1]  # the happy path, in order; aborted is reachable from every non-terminal state
+ROUND_OF_STATE = {"independent": 1, "synthesis": 2, "cross_exam": 3, "verdict": 4}
+STATE_LABELS = {
+    "idle": "Idle",
+    "estimating": "Estimating",
+    "awaiting_consent": "Awaiting consent",
+    "independent": "R1 Independent",
+    "synthesis": "R2 Synthesis",
+    "cross_exam": "R3 Cross-exam",
+    "verdict": "R4 Verdict",
+    "complete": "Complete",
+    "aborted": "Aborted",
+}
+
+
+class IllegalTransition(ValueError):
+    """A state change the seed's machine does not allow."""
+
+
+def transition(src: str, dst: str, reason: str = "") -> Transition:
+    """The transition src → dst, or IllegalTransition saying what src allows."""
+    if src not in ALLOWED:
+        raise IllegalTransition(f"Unknown state {src!r}; states: {', '.join(STATES)}.")
+    if dst not in ALLOWED[src]:
+        allowed = ", ".join(s for s in STATES if s in ALLOWED[src]) or "nothing: it is terminal"
+        raise IllegalTransition(f"A consultation cannot go from {src} to {dst} (from {src}: {allowed}).")
+    return Transition(src, dst, reason)
+
+
+def transitions_to(src: str, dst: str, reasons: Mapping[str, str]) -> list[Transition]:
+    """The transitions from src to dst along the happy path (a direct jump when the machine allows it, e.g.
+    synthesis → complete on early termination), each checked. `reasons`: the reason for entering each state."""
+    if src == dst or src in TERMINAL:
+        return []
+    if dst == "aborted":
+        return [transition(src, dst, reasons.get(dst, ""))]
+    if dst not in FORWARD or FORWARD.index(dst) < FORWARD.index(src):
+        raise IllegalTransition(f"A consultation cannot go back from {src} to {dst}.")
+    path, state = [], src
+    while state != dst:
+        following = dst if dst in ALLOWED[state] else FORWARD[FORWARD.index(state) + 1]
+        path.append(transition(state, following, reasons.get(following, "")))
+        state = following
+    return path
+
+
+# --- config -------------------------------------------------------------------------------------------------
+
+# Seed 001's default panel (README personas), each with the lens it argues from.
+DEFAULT_AGENTS = (
+    ("Security Expert", "security: threats, data exposure and failure modes"),
+    ("Architect", "systems architecture: structure, scalability and long-term maintainability"),
+    ("Pragmatist", "pragmatic delivery: cost, effort and time to value"),
+)
+RUBBER_STAMP_CONFIDENCE = 0.85  # every R1 confidence above this ...
+RUBBER_STAMP_OVERLAP = 0.6  # ... and no tensions, or agent texts this alike: the consensus is rubber-stamped
+COST_ABORT_RATIO = Decimal("1.5")
+R3_CONSENSUS_SHOWN, R3_TENSIONS_SHOWN = 3, 2  # the seed's filters: what Round 3 sees
+R4_CHALLENGES_SHOWN = R4_REBUTTALS_SHOWN = 5  # ... and Round 4 (unresolved items are never cut)
+CONSENSUS_AGENT = "Consensus"
+
+
+class AgentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=60)
+    lens: str = Field(default="", max_length=300, description="The perspective the agent answers from.")
+
+
+def _default_agents() -> list[AgentConfig]:
+    return [AgentConfig(name=name, lens=lens) for name, lens in DEFAULT_AGENTS]
+
+
+class ConsultationConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agents: list[AgentConfig] = Field(default_factory=_default_agents, min_length=2, max_length=5)
+    mode: Literal["converge", "explore"] = Field(
+        default="converge",
+        description="converge: one recommendation, may stop early; explore: a menu of options, never early.",
+    )
+    consensus_threshold: float = Field(
+        default=0.90, ge=0.5, le=1.0, description="Converge mode stops after R2 at this mean confidence."
+    )
+    auto_approve_under_usd: Decimal | None = Field(
+        default=None,
+        ge=0,
+        description="Estimated cost a run starts at without consent; None: the CONSENT_THRESHOLD_USD setting.",
+    )
+    max_rounds: int = Field(
+        default=4, ge=1, le=4, description="4 = full; 2 = quick (no cross-exam, no verdict)."
+    )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> ConsultationConfig:
+        handles = [agent_handle(a.name) for a in self.agents]
+        repeated = sorted({a.name for a, h in zip(self.agents, handles, strict=True) if handles.count(h) > 1})
+        if repeated:
+            raise ValueError(f"agents: {' and '.join(repeated)} have the same name; name each agent once")
+        if any(_norm(a.name) == _norm(CONSENSUS_AGENT) for a in self.agents):
+            raise ValueError(f"agents: {CONSENSUS_AGENT!r} is reserved for challenges of the consensus")
+        return self
+
+
+def agent_handle(name: str) -> str:
+    return "agent-" + (slugify(name) or "unnamed")
+
+
+def key_independent(handle: str) -> str:
+    return f"r1/independent/{handle}"
+
+
+def key_reply(handle: str) -> str:
+    return f"r3/cross_exam/{handle}"
+
+
+KEY_SYNTHESIS = "r2/synthesis/judge"
+KEY_CROSS_EXAM = "r3/cross_exam_judge/judge"
+KEY_VERDICT = "r4/verdict/judge"
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", str(text)).strip().lower()
+
+
+# --- pure rules: tensions, confidence, rubber stamp, cost -----------------------------------------------------
+
+
+def synthesis_clean(payload: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The synthesis with the tensions of fewer than 2 viewpoints dropped, and a warning for each (the seed
+    drops an invalid tension rather than failing the artifact)."""
+    kept, warnings = [], []
+    for tension in payload.get("tensions") or []:
+        viewpoints = tension.get("viewpoints") or []
+        if len(viewpoints) < 2:
+            who = f" (only {viewpoints[0].get('agent', '?')})" if viewpoints else ""
+            warnings.append(
+                f"Tension “{tension.get('topic', '?')}” dropped: it has {len(viewpoints)} viewpoint"
+                f"{'' if len(viewpoints) == 1 else 's'}{who}; a tension needs at least 2."
+            )
+        else:
+            kept.append(dict(tension))
+    return (
+        {
+            "consensus_points": [dict(p) for p in payload.get("consensus_points") or []],
+            "tensions": kept,
+            "priority_order": list(payload.get("priority_order") or []),
+        },
+        warnings,
+    )
+
+
+def mean_confidence(consensus_points: Sequence[Mapping[str, Any]]) -> float:
+    """The synthesis confidence: the mean of the consensus points' confidences (0 without any)."""
+    if not consensus_points:
+        return 0.0
+    return sum(float(p["confidence"]) for p in consensus_points) / len(consensus_points)
+
+
+STOPWORDS = frozenset(
+    (  # noqa: SIM905
+        "the and for that this with from are was were but not you your our their its have has had will would "
+        "should could can into than then them they there these those what when which while who why how all any "
+        "about over under more most less such only also very just been being each other"
+    ).split()
+)
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2 and w not in STOPWORDS)
+
+
+def text_overlap(texts: Sequence[str]) -> float:
+    """How alike the agents' texts are: the mean pairwise Jaccard similarity of their content words (0–1)."""
+    sets = [_words(t) for t in texts]
+    pairs = list(combinations(sets, 2))
+    if not pairs:
+        return 0.0
+    return sum(len(a & b) / len(a | b) if a | b else 1.0 for a, b in pairs) / len(pairs)
+
+
+def position_text(position: Mapping[str, Any]) -> str:
+    return " ".join([str(position.get("position", "")), *map(str, position.get("key_points") or [])])
+
+
+@dataclass
+class EarlyCheck:
+    """The early-termination check after R2 (converge mode only)."""
+
+    checked: bool
+    confidence: float = 0.0
+    threshold: float = 0.0
+    meets: bool = False
+    rubber_stamp: bool = False
+    r1_confidences: list[float] = field(default_factory=list)
+    overlap: float = 0.0
+    tensions: int = 0
+    terminate: bool = False
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "checked": self.checked,
+            "confidence": round(self.confidence, 3),
+            "threshold": self.threshold,
+            "meets": self.meets,
+            "rubber_stamp": self.rubber_stamp,
+            "r1_confidences": self.r1_confidences,
+            "overlap": round(self.overlap, 3),
+            "tensions": self.tensions,
+            "terminate": self.terminate,
+            "reason": self.reason,
+        }
+
+
+def early_termination(
+    *, mode: str, threshold: float, positions: Sequence[Mapping[str, Any]], synthesis: Mapping[str, Any]
+) -> EarlyCheck:
+    """Converge mode, after R2: stop if the mean consensus confidence reaches the threshold, unless the consensus
+    is rubber-stamped (every R1 confidence above 0.85 and either no tensions or agent texts overlapping ≥ 0.6).
+    `synthesis`: the cleaned synthesis (invalid tensions dropped)."""
+    if mode != "converge":
+        return EarlyCheck(checked=False, reason="Explore mode never stops early.")
+    confidence = mean_confidence(synthesis["consensus_points"])
+    confidences = [float(p["confidence"]) for p in positions]
+    overlap = text_overlap([position_text(p) for p in positions])
+    tensions = len(synthesis["tensions"])
+    check = EarlyCheck(
+        checked=True,
+        confidence=confidence,
+        threshold=threshold,
+        meets=confidence >= threshold,
+        r1_confidences=confidences,
+        overlap=overlap,
+        tensions=tensions,
+    )
+    all_sure = bool(confidences) and all(c > RUBBER_STAMP_CONFIDENCE for c in confidences)
+    thin = tensions == 0 or overlap >= RUBBER_STAMP_OVERLAP
+    check.rubber_stamp = all_sure and thin
+    if not check.meets:
+        check.reason = f"Mean consensus confidence {confidence:.2f} is below the threshold {threshold:.2f}."
+    elif check.rubber_stamp:
+        why = "no tensions" if tensions == 0 else f"the agents' texts overlap {overlap:.0%}"
+        check.reason = (
+            f"Mean consensus confidence {confidence:.2f} reaches {threshold:.2f}, but the consensus looks "
+            f"rubber-stamped (every R1 confidence above {RUBBER_STAMP_CONFIDENCE}, {why}): cross-examining anyway."
+        )
+    else:
+        check.terminate = True
+        check.reason = (
+            f"Early termination: mean consensus confidence {confidence:.2f} reaches the threshold "
+            f"{threshold:.2f}, and the consensus is not rubber-stamped."
+        )
+    return check
+
+
+def cost_exceeded(view: RunView) -> str:
+    """Why the run must abort on cost ("" when it need not): spent more than 150 % of the estimate."""
+    estimate = view.estimate_usd
+    if estimate is None or estimate <= 0 or view.cost_usd <= estimate * COST_ABORT_RATIO:
+        return ""
+    return (
+        f"Cost exceeded estimate by >50%: ${view.cost_usd:.4f} spent against an estimate of ${estimate:.4f} "
+        f"(limit ${estimate * COST_ABORT_RATIO:.4f})."
+    )
+
+
+# --- round artifacts (the seed's exported form) ---------------------------------------------------------------
+
+
+def artifact_build(task: str, payload: Mapping[str, Any], *, agent: str, created_at: str) -> dict[str, Any]:
+    """The round artifact of a committed turn, validated; raises ValidationError if it is not the seed's form.
+    Round 3 replies of single agents have no artifact of their own (the judge's synthesis is the round's)."""
+    model: type[BaseModel]
+    if task == "independent":
+        data: dict[str, Any] = {"agent_id": agent, **dict(payload)}
+        model = schema.IndependentArtifact
+    elif task == "synthesis":
+        data, _ = synthesis_clean(payload)
+        model = schema.SynthesisArtifact
+    elif task == "cross_exam_judge":
+        data = dict(payload)
+        model = schema.CrossExamArtifact
+    elif task == "verdict":
+        data = {k: v for k, v in payload.items() if k != "analysis"}
+        if payload.get("analysis"):
+            data["_analysis"] = payload["analysis"]
+        model = (
+            schema.VerdictExploreArtifact if "recommendations" in payload else schema.VerdictConvergeArtifact
+        )
+    else:
+        raise ValueError(f"{task} has no round artifact")
+    artifact = model.model_validate({**data, "created_at": created_at})
+    return artifact.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+ARTIFACT_TYPES = {
+    "independent": (1, "independent"),
+    "synthesis": (2, "synthesis"),
+    "cross_exam_judge": (3, "cross_exam"),
+    "verdict": (4, "verdict"),
+}
+
+
+@register
+class Consultation(Protocol):
+    name = "consultation"
+    title = "Consultation (4 rounds: independent, synthesis, cross-exam, verdict)"
+    description = (
+        "2–5 agents answer independently; a judge synthesises consensus and tensions, stops early on a strong "
+        "(not rubber-stamped) consensus, has the agents challenge or defend it, and gives a verdict — one "
+        "recommendation with dissent, or a menu of options you pick from. Cost is estimated and gated first."
+    )
+    config_model = ConsultationConfig
+    template = "debates/protocols/consultation.html"
+    stages = (
+        Stage("independent", "R1 Independent ∥"),
+        Stage("synthesis", "R2 Synthesis"),
+        Stage("cross_exam", "R3 Cross-exam"),
+        Stage("verdict", "R4 Verdict"),
+    )
+    estimates_simulated = True
+
+    @property
+    def panels(self) -> tuple[Any, ...]:
+        from debates.selectors import Panel
+
+        return (
+            Panel(
+                "consultation",
+                refresh_on=frozenset(
+                    {"state", "round_artifact", "turn_committed", "run_status", "consent", "cost_estimated"}
+                ),
+            ),
+        )
+
+    def seats(self, config: BaseModel) -> list[SeatSpec]:
+        assert isinstance(config, ConsultationConfig)
+        seats = [SeatSpec(agent_handle(a.name), a.name, "agent", a.lens) for a in config.agents]
+        seats.append(
+            SeatSpec("judge", "Judge", "judge", "impartial synthesiser: names consensus and real tensions")
+        )
+        return seats
+
+    def consent_threshold(self, config: BaseModel) -> Decimal | None:
+        assert isinstance(config, ConsultationConfig)
+        return config.auto_approve_under_usd
+
+    # --- planning -----------------------------------------------------------------------------------------------
+
+    def plan(self, view: RunView) -> Plan:
+        config = view.config
+        assert isinstance(config, ConsultationConfig)
+        over = cost_exceeded(view)
+        if over:
+            return Done(self._outcome(view, "aborted", over), failed=True, reason=over)
+        handles = self._agent_handles(view)
+        pending = [h for h in handles if not view.finished(key_independent(h))]
+        if pending:
+            return Steps(tuple(self._independent_step(view, h) for h in pending))
+        answered = [h for h in handles if view.payload(key_independent(h)) is not None]
+        if not answered:
+            return self._abort(view, "All agents failed in Round 1.")
+        if config.max_rounds == 1:
+            return Done(self._outcome(view, "complete", "Single-round consultation: Round 1 only."))
+
+        if not view.finished(KEY_SYNTHESIS):
+            return Steps((self._synthesis_step(view, answered),))
+        synthesis = view.payload(KEY_SYNTHESIS)
+        if synthesis is None:
+            return self._abort(view, f"The judge's synthesis failed ({self._error(view, KEY_SYNTHESIS)}).")
+        clean, _ = synthesis_clean(synthesis)
+        early = self._early(view)
+        if early.terminate:
+            return Done(self._outcome(view, "complete", early.reason))
+        if config.max_rounds == 2:
+            return Done(self._outcome(view, "complete", "Quick consultation: 2 rounds."))
+
+        pending = [h for h in answered if not view.finished(key_reply(h))]
+        if pending:
+            return Steps(tuple(self._reply_step(view, h, clean) for h in pending))
+        replied = [h for h in answered if view.payload(key_reply(h)) is not None]
+        if not replied:
+            return self._abort(view, "All agents failed in Round 3.")
+        if not view.finished(KEY_CROSS_EXAM):
+            return Steps((self._cross_exam_step(view, replied, clean),))
+        if view.payload(KEY_CROSS_EXAM) is None:
+            return self._abort(
+                view, f"The judge's cross-examination synthesis failed ({self._error(view, KEY_CROSS_EXAM)})."
+            )
+        if config.max_rounds == 3:
+            return Done(self._outcome(view, "complete", "Three-round consultation: no verdict round."))
+
+        if not view.finished(KEY_VERDICT):
+            return Steps((self._verdict_step(view, clean),))
+        if view.payload(KEY_VERDICT) is None:
+            return self._abort(view, f"The judge's verdict failed ({self._error(view, KEY_VERDICT)}).")
+        return Done(self._outcome(view, "complete", "The judge gave the verdict."))
+
+    def _abort(self, view: RunView, reason: str) -> Done:
+        return Done(self._outcome(view, "aborted", reason), failed=True, reason=reason)
+
+    @staticmethod
+    def _error(view: RunView, key: str) -> str:
+        turn = view.turn(key)
+        error = (turn.error if turn else "") or "no output"
+        return error if len(error) <= 200 else error[:199] + "…"
+
+    @staticmethod
+    def _agent_handles(view: RunView) -> list[str]:
+        return [seat.handle for seat in view.seats_with_role("agent")]
+
+    def _names(self, view: RunView) -> dict[str, str]:
+        return {h: view.seats[h].name for h in self._agent_handles(view)}
+
+    def _positions(self, view: RunView) -> list[dict[str, Any]]:
+        positions = []
+        for handle, name in self._names(view).items():
+            payload = view.payload(key_independent(handle))
+            if payload is not None:
+                positions.append({"agent": name, "handle": handle, **dict(payload)})
+        return positions
+
+    def _early(self, view: RunView) -> EarlyCheck:
+        config = view.config
+        assert isinstance(config, ConsultationConfig)
+        synthesis = view.payload(KEY_SYNTHESIS)
+        if synthesis is None:
+            return EarlyCheck(checked=False)
+        clean, _ = synthesis_clean(synthesis)
+        return early_termination(
+            mode=config.mode,
+            threshold=config.consensus_threshold,
+            positions=self._positions(view),
+            synthesis=clean,
+        )
+
+    def _common(self, view: RunView, seat: str) -> dict[str, Any]:
+        config = view.config
+        assert isinstance(config, ConsultationConfig)
+        return {
+            "name": view.seats[seat].name,
+            "lens": view.seats[seat].lens,
+            "mode": config.mode,
+            "agents": list(self._names(view).values()),
+        }
+
+    def _independent_step(self, view: RunView, handle: str) -> Step:
+        return Step(
+            key=key_independent(handle),
+            seat=handle,
+            stage="independent",
+            task="independent",
+            schema=schema.IndependentPosition,
+            sees=(),  # independent: no agent sees another's position
+            context=self._common(view, handle),
+        )
+
+    def _synthesis_step(self, view: RunView, answered: list[str]) -> Step:
+        return Step(
+            key=KEY_SYNTHESIS,
+            seat="judge",
+            stage="synthesis",
+            task="synthesis",
+            schema=schema.Synthesis,
+            sees=tuple(key_independent(h) for h in answered),
+            context={**self._common(view, "judge"), "positions": self._positions(view)},
+        )
+
+    def _reply_step(self, view: RunView, handle: str, synthesis: Mapping[str, Any]) -> Step:
+        consensus = sorted(synthesis["consensus_points"], key=lambda p: -float(p["confidence"]))
+        return Step(
+            key=key_reply(handle),
+            seat=handle,
+            stage="cross_exam",
+            task="cross_exam",
+            schema=schema.CrossExamReply,
+            # Its own R1 position and the filtered synthesis (in the context), nothing of the other agents'.
+            sees=(key_independent(handle),),
+            context={
+                **self._common(view, handle),
+                "own_position": dict(view.payload(key_independent(handle)) or {}),
+                "consensus_points": consensus[:R3_CONSENSUS_SHOWN],
+                "tensions": list(synthesis["tensions"])[:R3_TENSIONS_SHOWN],
+                "instruction": "Challenge the consensus or defend your position.",
+            },
+        )
+
+    def _cross_exam_step(self, view: RunView, replied: list[str], synthesis: Mapping[str, Any]) -> Step:
+        names = self._names(view)
+        return Step(
+            key=KEY_CROSS_EXAM,
+            seat="judge",
+            stage="cross_exam",
+            task="cross_exam_judge",
+            schema=schema.CrossExamSynthesis,
+            context={
+                **self._common(view, "judge"),
+                "replies": [{"agent": names[h], **dict(view.payload(key_reply(h)) or {})} for h in replied],
+                "tensions": list(synthesis["tensions"]),
+            },
+        )
+
+    def _verdict_step(self, view: RunView, synthesis: Mapping[str, Any]) -> Step:
+        config = view.config
+        assert isinstance(config, ConsultationConfig)
+        cross = view.payload(KEY_CROSS_EXAM) or {}
+        return Step(
+            key=KEY_VERDICT,
+            seat="judge",
+            stage="verdict",
+            task="verdict",
+            schema=schema.VerdictExplore if config.mode == "explore" else schema.VerdictConverge,
+            context={
+                **self._common(view, "judge"),
+                "positions": self._positions(view),
+                "consensus_points": list(synthesis["consensus_points"]),
+                "tensions": list(synthesis["tensions"]),
+                "mean_confidence": round(mean_confidence(synthesis["consensus_points"]), 3),
+                "challenges": list(cross.get("challenges", []))[:R4_CHALLENGES_SHOWN],
+                "rebuttals": list(cross.get("rebuttals", []))[:R4_REBUTTALS_SHOWN],
+                "unresolved": list(cross.get("unresolved", [])),
+            },
+        )
+
+    # --- the state machine --------------------------------------------------------------------------------------
+
+    def states(self, view: RunView, plan: Plan | None) -> list[Transition]:
+        current = view.state or "idle"
+        if current in TERMINAL:
+            return []
+        target, reason = self._target(view, plan)
+        reasons = {**self._reasons(view), target: reason}
+        return transitions_to(current, target, reasons)
+
+    def _target(self, view: RunView, plan: Plan | None) -> tuple[str, str]:
+        if isinstance(plan, Done):
+            if plan.failed:
+                return "aborted", plan.reason or "Aborted."
+            return "complete", plan.reason or str(plan.outcome.get("reason") or "Complete.")
+        if isinstance(plan, Steps) and plan.steps:
+            stage = plan.steps[0].stage
+            return stage, self._reasons(view).get(stage, "")
+        if view.consent == "declined":
+            return "aborted", "The moderator declined the estimated cost: no model was called."
+        reasons = self._reasons(view)
+        if view.consent == "required":
+            return "awaiting_consent", reasons["awaiting_consent"]
+        return "independent", reasons["independent"]
+
+    def _reasons(self, view: RunView) -> dict[str, str]:
+        """Why the consultation enters each state, as far as the view tells."""
+        config = view.config
+        assert isinstance(config, ConsultationConfig)
+        agents = len(self._agent_handles(view))
+        estimate = view.estimate_usd
+        threshold = self.threshold(config)
+        if estimate is None:
+            estimated = "No priced model: there is no estimate to approve."
+            started = "Started without consent: no estimate."
+        else:
+            estimated = f"Estimated ${estimate:.4f}; runs up to ${threshold:.2f} are approved automatically"
+            estimated += (
+                " — this one waits for a moderator's consent."
+                if view.consent in {"required", "approved", "declined"}
+                else "."
+            )
+            started = {
+                "auto": f"Approved automatically: ${estimate:.4f} is within ${threshold:.2f}.",
+                "approved": f"A moderator approved the estimated ${estimate:.4f}.",
+            }.get(view.consent, "Started.")
+        return {
+            "estimating": f"Consultation of {agents} agents created ({config.mode} mode): estimating its cost.",
+            "awaiting_consent": estimated,
+            "independent": started,
+            "synthesis": f"Round 1 done: {len(self._positions(view))} of {agents} independent positions.",
+            "cross_exam": self._early(view).reason or "Round 2 done: the agents cross-examine the synthesis.",
+            "verdict": "Round 3 done: the judge gives the verdict.",
+        }
+
+    @staticmethod
+    def threshold(config: ConsultationConfig) -> Decimal:
+        """The estimated cost this consultation starts at without consent."""
+        from debates.conf import conf
+
+        if config.auto_approve_under_usd is not None:
+            return config.auto_approve_under_usd
+        return Decimal(str(conf("CONSENT_THRESHOLD_USD")))
+
+    # --- validation beyond the schema ---------------------------------------------------------------------------
+
+    def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
+        names = {_norm(n): n for n in self._names(view).values()}
+        own = _norm(view.seats[step.seat].name) if step.seat in view.seats else ""
+
+        def unknown(where: str, agent: str, *, consensus: bool = False) -> list[str]:
+            if _norm(agent) in names or (consensus and _norm(agent) == _norm(CONSENSUS_AGENT)):
+                return []
+            allowed = ", ".join(names.values()) + (f" or {CONSENSUS_AGENT}" if consensus else "")
+            return [f"{where}: {agent!r} is not an agent of this consultation ({allowed})"]
+
+        errors: list[str] = []
+        if isinstance(payload, schema.Synthesis):
+            for n, point in enumerate(payload.consensus_points):
+                for agent in point.supporting_agents:
+                    errors += unknown(f"consensus_points[{n}].supporting_agents", agent)
+            for n, tension in enumerate(payload.tensions):
+                for agent in (v.agent for v in tension.viewpoints):
+                    errors += unknown(f"tensions[{n}].viewpoints", agent)
+        elif isinstance(payload, schema.CrossExamReply):
+            for n, challenge in enumerate(payload.challenges):
+                errors += unknown(f"challenges[{n}].target_agent", challenge.target_agent, consensus=True)
+                if _norm(challenge.target_agent) == own:
+                    errors.append(f"challenges[{n}].target_agent: challenge others, not yourself")
+            if not payload.challenges and not payload.defense.strip():
+                errors.append("defense: with no challenge, defend your position")
+        elif isinstance(payload, schema.CrossExamSynthesis):
+            for n, raised in enumerate(payload.challenges):
+                errors += unknown(f"challenges[{n}].challenger", raised.challenger)
+                errors += unknown(f"challenges[{n}].target_agent", raised.target_agent, consensus=True)
+            for n, rebuttal in enumerate(payload.rebuttals):
+                errors += unknown(f"rebuttals[{n}].agent", rebuttal.agent)
+        elif isinstance(payload, schema.VerdictConverge):
+            for n, dissent in enumerate(payload.dissent):
+                errors += unknown(f"dissent[{n}].agent", dissent.agent)
+            for n, contribution in enumerate(payload.per_agent_contributions):
+                errors += unknown(f"per_agent_contributions[{n}].agent", contribution.agent)
+            if payload.confidence < 0.70 and not payload.dissent:
+                errors.append(
+                    f"dissent: a confidence of {payload.confidence:.2f} (below 0.70) means major dissent; name "
+                    "the minority agents' concerns with their severity"
+                )
+        elif isinstance(payload, schema.VerdictExplore):
+            options = [_norm(r.option) for r in payload.recommendations]
+            errors += [
+                f"recommendations: option {o!r} is listed twice"
+                for o in sorted({o for o in options if options.count(o) > 1})
+            ]
+            for n, option in enumerate(payload.recommendations):
+                for agent in option.championed_by:
+                    errors += unknown(f"recommendations[{n}].championed_by", agent)
+        return errors
+
+    # --- effects of a commit: the round artifact ----------------------------------------------------------------
+
+    def on_commit(self, step: Step, payload: Mapping[str, Any], *, run_id: int, turn_id: int) -> None:
+        if step.task not in ARTIFACT_TYPES:
+            return
+        from django.utils import timezone
+
+        from debates.engine.events import event_append
+
+        round_number, artifact_type = ARTIFACT_TYPES[step.task]
+        created_at = timezone.now().isoformat()
+        event: dict[str, Any] = {
+            "round_number": round_number,
+            "artifact_type": artifact_type,
+            "turn": step.key,
+            "agent": step.seat if step.task == "independent" else "",
+        }
+        try:
+            event["artifact"] = artifact_build(
+                step.task, payload, agent=str(step.context.get("name", step.seat)), created_at=created_at
+            )
+        except ValidationError as error:  # kept visible, never fails the commit of a turn already validated
+            event["errors"] = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()]
+        if step.task == "synthesis":
+            event["warnings"] = synthesis_clean(payload)[1]
+        event_append(run_id=run_id, kind="round_artifact", payload=event)
+
+    # --- progress and outcome -----------------------------------------------------------------------------------
+
+    def expected_turns(self, view: RunView) -> int:
+        config = view.config
+        assert isinstance(config, ConsultationConfig)
+        agents = len(self._agent_handles(view))
+        rounds = config.max_rounds
+        if view.payload(KEY_SYNTHESIS) is not None and self._early(view).terminate:
+            rounds = 2
+        expected = (
+            agents
+            + (1 if rounds >= 2 else 0)
+            + (agents + 1 if rounds >= 3 else 0)
+            + (1 if rounds >= 4 else 0)
+        )
+        return max(expected, len(view.turns))
+
+    def _outcome(self, view: RunView, status: str, reason: str) -> dict[str, Any]:
+        config = view.config
+        assert isinstance(config, ConsultationConfig)
+        names = self._names(view)
+        synthesis_payload = view.payload(KEY_SYNTHESIS)
+        synthesis, warnings = synthesis_clean(synthesis_payload) if synthesis_payload else (None, [])
+        early = self._early(view)
+        cross = view.payload(KEY_CROSS_EXAM)
+        verdict = view.payload(KEY_VERDICT)
+        replies = [
+            {"agent": name, **dict(view.payload(key_reply(h)) or {})}
+            for h, name in names.items()
+            if view.payload(key_reply(h)) is not None
+        ]
+        rounds = [
+            n
+            for n, done in (
+                (1, bool(self._positions(view))),
+                (2, synthesis is not None),
+                (3, cross is not None),
+                (4, verdict is not None),
+            )
+            if done
+        ]
+        outcome: dict[str, Any] = {
+            "protocol": self.name,
+            "schema_version": schema.SCHEMA_VERSION,
+            "question": view.topic,
+            "mode": config.mode,
+            "status": status,
+            "reason": reason,
+            "agents": list(names.values()),
+            "failed_agents": [
+                name
+                for h, name in names.items()
+                if view.finished(key_independent(h)) and view.payload(key_independent(h)) is None
+            ],
+            "consensus_threshold": config.consensus_threshold,
+            "completed_rounds": rounds,
+            "positions": self._positions(view),
+            "synthesis": synthesis,
+            "mean_confidence": round(mean_confidence(synthesis["consensus_points"]), 3)
+            if synthesis
+            else None,
+            "warnings": warnings,
+            "early_termination": early.as_dict() if synthesis else None,
+            "replies": replies,
+            "cross_exam": dict(cross) if cross else None,
+            "verdict": dict(verdict) if verdict else None,
+            "estimate_usd": str(view.estimate_usd) if view.estimate_usd is not None else None,
+            "cost_usd": str(view.cost_usd),
+        }
+        if verdict and config.mode == "explore":
+            options = [
+                [f"o{n}", str(option["option"])]
+                for n, option in enumerate(verdict["recommendations"], start=1)
+            ]
+            outcome["pick_options"] = options
+            outcome["judge_pick"] = options[0][0]  # the judge lists the options most promising first
+        return outcome

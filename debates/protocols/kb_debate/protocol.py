@@ -1,0 +1,1087 @@
+"""KB-grounded adversarial debate (seed 002): openings, a claims ledger, interleaved turns chosen by the
+orchestrator (open threads first, contested / weak arguments first), a moderator who presses, calls out, rules
+closures and hears one objection, downgrade-only KB mutations through the approval inbox, and a synthesis whose
+verdict code checks against the ledger and the engagement edges. Every rule of the protocol lives here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from debates.protocols.base import (
+    Done,
+    KbView,
+    Plan,
+    Protocol,
+    RunView,
+    SeatSpec,
+    Stage,
+    Step,
+    Steps,
+    TurnView,
+)
+from debates.protocols.kb_debate import schema
+from debates.protocols.registry import register
+
+LIVE = ("open", "partially-rebutted")
+RANK = {"robust": 5, "strong": 4, "contested": 3, "weak": 2, "refuted": 1, "baseless": 1}
+DEAD = ("refuted", "baseless")
+ORBIT_EDGES = ("tangential-to", "scope-mismatch-with", "layer-shift-from")
+DEBATE_TASKS = ("opening", "turn", "moderator")
+FAILURES_IN_A_ROW = 3
+
+
+class KbDebateConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    positions: list[str] = Field(
+        min_length=2, max_length=6, description="Filled from the KB when left empty."
+    )
+    moderator: Literal["agent", "human"] = "agent"
+    max_turns: int = Field(default=16, ge=4, le=60, description="Debate turns (openings included) at most.")
+    min_turns: int = Field(default=12, ge=2, le=60, description="Debate turns before it may end early.")
+    moderator_every: int = Field(default=3, ge=1, le=10, description="Debater turns between moderator turns.")
+    auto_approve: bool = Field(default=False, description="Apply proposed KB mutations without the inbox.")
+
+
+def debater_handle(position: str) -> str:
+    return "debater-" + (re.sub(r"[^a-z0-9]+", "-", position.lower()).strip("-") or "position")
+
+
+def turn_key(number: int, task: str, seat: str) -> str:
+    return f"t{number:02d}/{task}/{seat}"
+
+
+# --- the ledger, derived from the committed turns ----------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    id: str
+    claim: str
+    position: str
+    turn: int
+    args: list[str]
+    sources: list[str]
+    presented_as: str
+    status: str = "open"
+    thread: list[int] = field(default_factory=list)
+    closure: dict[str, Any] | None = None
+    objection: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def closed(self) -> bool:
+        return self.status == "closed"
+
+    def as_dict(self, kb: KbView | None) -> dict[str, Any]:
+        refs = [
+            {"arg": a, "status": kb.arguments[a].status if kb and a in kb.arguments else "unknown"}
+            for a in self.args
+        ]
+        return {
+            "id": self.id,
+            "claim": self.claim,
+            "position": self.position,
+            "turn": self.turn,
+            "references": refs,
+            "sources": list(self.sources),
+            "presented_as": self.presented_as,
+            "status": self.status,
+            "thread": list(self.thread),
+            "closure": self.closure,
+            "objection": self.objection,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass
+class Flag:
+    turn: int
+    position: str
+    kind: str  # untraced | baseless-as-robust | reraised-closed
+    detail: str
+
+
+@dataclass
+class TurnInfo:
+    number: int
+    key: str
+    seat: str
+    task: str
+    position: str
+    status: str
+    payload: Mapping[str, Any] | None
+
+
+@dataclass
+class Ledger:
+    entries: dict[str, Entry] = field(default_factory=dict)
+    flags: list[Flag] = field(default_factory=list)
+    turns: list[TurnInfo] = field(default_factory=list)
+    cited: dict[str, dict[int, set[str]]] = field(default_factory=dict)  # position -> turn -> args
+    deflections: list[dict[str, Any]] = field(default_factory=list)
+    callouts: list[dict[str, Any]] = field(default_factory=list)
+    last_moderator: int = 0
+
+    def pending_objection(self) -> Entry | None:
+        return next((e for e in self.entries.values() if e.objection and e.objection.get("pending")), None)
+
+    def unhandled_flags(self) -> list[Flag]:
+        return [f for f in self.flags if f.turn > self.last_moderator]
+
+    def args_cited(self, position: str) -> set[str]:
+        return set().union(*self.cited.get(position, {}).values()) if self.cited.get(position) else set()
+
+
+def _position_of(seat: str, positions: list[str]) -> str:
+    return next((p for p in positions if debater_handle(p) == seat), "")
+
+
+def _ratings(view: RunView) -> Callable[[str, int], str]:
+    """An argument's rating as a debater saw it at a turn: a downgrade this run proposed at that turn or later
+    does not count against the turn (claims are judged by the rating they were made under, not retroactively)."""
+    kb = view.kb
+    assert kb is not None
+    numbers = {key: number for number, key in enumerate(view.turns, start=1)}
+    downgrades: dict[str, list[tuple[int, str]]] = {}
+    for mutation in kb.mutations:
+        if mutation.kind == "status-downgrade" and mutation.status == "applied":
+            arg = str(mutation.payload.get("arg_id", ""))
+            number = numbers.get(mutation.turn_key, 0)
+            downgrades.setdefault(arg, []).append((number, str(mutation.payload.get("to", ""))))
+
+    def rated(arg: str, number: int) -> str:
+        argument = kb.arguments[arg]
+        applied = downgrades.get(arg, [])
+        if not any(n >= number for n, _ in applied):
+            return argument.status
+        earlier = [to for n, to in applied if n < number]
+        return earlier[-1] if earlier else argument.snapshot_status
+
+    return rated
+
+
+def _claim_flags(
+    ledger: Ledger,
+    kb: KbView,
+    number: int,
+    position: str,
+    claim: Mapping[str, Any],
+    rated: Callable[[str, int], str],
+) -> None:
+    args = [a for a in claim.get("args", []) if a in kb.arguments]
+    if not claim.get("args") and not claim.get("sources"):
+        ledger.flags.append(
+            Flag(number, position, "untraced", f"“{claim['text']}” cites no argument or source")
+        )
+    weak = [a for a in args if RANK.get(rated(a, number), 3) <= RANK["weak"]]
+    if weak and RANK.get(claim.get("presented_as", ""), 0) >= RANK["strong"]:
+        listed = ", ".join(f"{a} ({rated(a, number)})" for a in weak)
+        ledger.flags.append(
+            Flag(number, position, "baseless-as-robust", f"presents {listed} as {claim['presented_as']}")
+        )
+    # Re-raising is leaning again on one's own closed claim; the other side citing it is no breach.
+    for entry_id in _reraised(ledger, number, position, args):
+        closure = ledger.entries[entry_id].closure or {}
+        ledger.flags.append(
+            Flag(number, position, "reraised-closed", f"cites {closure.get('arg')} of closed {entry_id}")
+        )
+
+
+def _add_entries(ledger: Ledger, number: int, position: str, claims: list[Mapping[str, Any]]) -> None:
+    for claim in claims:
+        entry_id = f"L-{len(ledger.entries) + 1:03d}"
+        entry = Entry(
+            id=entry_id,
+            claim=str(claim["text"]),
+            position=position,
+            turn=number,
+            args=list(claim.get("args", [])),
+            sources=list(claim.get("sources", [])),
+            presented_as=str(claim.get("presented_as", "")),
+            thread=[number],
+        )
+        if not entry.args and not entry.sources:
+            entry.status = "unclaimable"
+            entry.notes.append("untraced: cites no argument or source")
+        reraised = _reraised(ledger, number, position, entry.args)
+        if reraised:  # not a new claim: it cannot be argued, closed again or objected to a second time
+            entry.status = "unclaimable"
+            entry.notes.append(f"re-raises closed {', '.join(reraised)}")
+        ledger.entries[entry_id] = entry
+
+
+def _reraised(ledger: Ledger, number: int, position: str, args: list[str]) -> list[str]:
+    """The position's own closed entries whose closing argument these args cite again (after the ruling)."""
+    return [
+        e.id
+        for e in ledger.entries.values()
+        if e.closed
+        and e.closure
+        and e.position == position
+        and e.closure["arg"] in args
+        and e.closure["turn"] < number
+    ]
+
+
+def ledger_build(view: RunView) -> Ledger:
+    config = view.config
+    assert isinstance(config, KbDebateConfig)
+    kb = view.kb
+    ledger = Ledger()
+    rated = _ratings(view) if kb is not None else None
+    for number, turn in enumerate(view.turns.values(), start=1):
+        position = _position_of(turn.seat, config.positions)
+        info = TurnInfo(number, turn.key, turn.seat, turn.task, position, turn.status, turn.payload)
+        ledger.turns.append(info)
+        if not turn.committed or turn.payload is None or kb is None or rated is None:
+            continue
+        payload = turn.payload
+        if turn.task in ("opening", "turn"):
+            cited = ledger.cited.setdefault(position, {}).setdefault(number, set())
+            for claim in payload.get("claims", []):
+                cited.update(claim.get("args", []))
+                _claim_flags(ledger, kb, number, position, claim, rated)
+        if turn.task == "opening":
+            _add_entries(ledger, number, position, payload.get("claims", []))
+        elif turn.task == "turn":
+            _apply_debater_turn(ledger, number, position, payload)
+        elif turn.task == "moderator":
+            _apply_moderator_turn(ledger, number, payload, kb)
+    return ledger
+
+
+def _apply_debater_turn(ledger: Ledger, number: int, position: str, payload: Mapping[str, Any]) -> None:
+    target = ledger.entries.get(payload["responds_to"]["entry"])
+    if target is not None and not target.closed:
+        target.thread.append(number)
+        move = payload["move"]
+        if move == "rebut":
+            target.status = (
+                "rebutted" if target.status in ("partially-rebutted", "rebutted") else "partially-rebutted"
+            )
+        elif (
+            move == "partial-rebut"
+            and target.status == "open"
+            or move == "defend"
+            and target.status == "rebutted"
+        ):
+            target.status = "partially-rebutted"
+        elif move == "concede":
+            target.status = "conceded"
+    objection = payload.get("objection")
+    if objection:
+        closed = ledger.entries.get(objection["entry"])
+        if closed is not None and closed.closed and closed.objection is None and closed.position == position:
+            closed.objection = {
+                "turn": number,
+                "text": objection["text"],
+                "new_args": list(objection.get("new_args", [])),
+                "new_sources": list(objection.get("new_sources", [])),
+                "pending": True,
+            }
+            closed.thread.append(number)
+            ledger.cited.setdefault(position, {}).setdefault(number, set()).update(
+                objection.get("new_args", [])
+            )
+    _add_entries(ledger, number, position, payload.get("claims", []))
+
+
+def _closure_backing(kb: KbView, arg_id: str) -> str:
+    """Whether the KB backs a closure on `arg_id`: "rated" (refuted / baseless now), "pending" (a downgrade to it
+    waits for approval) or "" (no such rating: the downgrade was rejected or refused)."""
+    argument = kb.arguments.get(arg_id)
+    if argument is not None and argument.status in DEAD:
+        return "rated"
+    downgrades = [
+        m
+        for m in kb.mutations
+        if m.kind == "status-downgrade" and m.payload.get("arg_id") == arg_id and m.payload.get("to") in DEAD
+    ]
+    return "pending" if any(m.status == "pending" for m in downgrades) else ""
+
+
+def _apply_moderator_turn(ledger: Ledger, number: int, payload: Mapping[str, Any], kb: KbView) -> None:
+    ledger.last_moderator = number
+    for press in payload.get("presses", []):
+        entry = ledger.entries.get(press["entry"])
+        if entry is not None:
+            entry.thread.append(number)
+            entry.notes.append(f"pressed at turn {number}: {press['text']}")
+    for ruling in payload.get("rulings", []):
+        entry = ledger.entries.get(ruling["entry"])
+        if entry is None or entry.closed:
+            continue
+        entry.thread.append(number)
+        backing = _closure_backing(kb, ruling["arg_id"])
+        if not backing:  # closure needs the matching KB downgrade; a rejected one voids the ruling
+            entry.notes.append(
+                f"ruling at turn {number} void: the downgrade of {ruling['arg_id']} to refuted/baseless was not applied"
+            )
+            continue
+        if backing == "pending":
+            entry.notes.append(f"closure waits for the approval of {ruling['arg_id']}'s downgrade")
+        entry.status = "closed"
+        entry.closure = {
+            "pending_downgrade": backing == "pending",
+            "turn": number,
+            "arg": ruling["arg_id"],
+            "as": ruling["closed_as"],
+            "justification": ruling["justification"],
+            "turns": list(ruling["turns"]),
+            "ruling": f'Ruling: claim "{entry.claim}" ({ruling["arg_id"]}) is CLOSED as {ruling["closed_as"]}.',
+        }
+    for decision in payload.get("objection_decisions", []):
+        entry = ledger.entries.get(decision["entry"])
+        if entry is None or not entry.objection or not entry.objection.get("pending"):
+            continue
+        entry.objection = {
+            **entry.objection,
+            "pending": False,
+            "decision": decision["decision"],
+            "at": number,
+        }
+        entry.thread.append(number)
+        if decision["decision"] == "reverse":
+            entry.status = "partially-rebutted"
+            entry.closure = {**(entry.closure or {}), "reversed_at": number}
+    for callout in payload.get("callouts", []):
+        ledger.callouts.append({**callout, "at": number})
+    for deflection in payload.get("deflections", []):
+        ledger.deflections.append({**deflection, "at": number})
+
+
+# --- engagement and the verdict rules ------------------------------------------------------------------------------
+
+
+def engagement(view: RunView, ledger: Ledger) -> list[dict[str, Any]]:
+    """For each central question: the positions that engaged it (cited an argument that `addresses` it), those
+    that only orbited it (cited arguments that are tangential / scope-mismatched / layer-shifted to it), and the
+    rest."""
+    kb = view.kb
+    config = view.config
+    assert kb is not None and isinstance(config, KbDebateConfig)
+    rows = []
+    for number, text, addressing in kb.central_questions:
+        targets = set(addressing)
+        orbiting = {src for src, kind, target in kb.edges if kind in ORBIT_EDGES and target in targets}
+        engaged = [p for p in config.positions if ledger.args_cited(p) & targets]
+        orbited = [p for p in config.positions if p not in engaged and ledger.args_cited(p) & orbiting]
+        rows.append(
+            {
+                "question": number,
+                "text": text,
+                "engaged_by": engaged,
+                "orbited_by": orbited,
+                "not_engaged": [p for p in config.positions if p not in engaged and p not in orbited],
+            }
+        )
+    return rows
+
+
+def central_entries(view: RunView, ledger: Ledger, position: str) -> list[Entry]:
+    kb = view.kb
+    assert kb is not None
+    central = {a for _, _, args in kb.central_questions for a in args}
+    own = [e for e in ledger.entries.values() if e.position == position]
+    return [e for e in own if set(e.args) & central] or own
+
+
+def dismantled(view: RunView, ledger: Ledger, position: str) -> list[str]:
+    """The position's central entries closed (and not reversed), when they are at least half of them."""
+    entries = central_entries(view, ledger, position)
+    closed = [e.id for e in entries if e.closed and e.closure and not e.closure.get("pending_downgrade")]
+    return closed if entries and len(closed) * 2 >= len(entries) else []
+
+
+def non_engagement(view: RunView, ledger: Ledger) -> list[dict[str, Any]]:
+    """Deflection callouts repeated across moderator turns while the side never engaged the target argument."""
+    findings = []
+    config = view.config
+    assert isinstance(config, KbDebateConfig)
+    for position in config.positions:
+        callouts = [d for d in ledger.deflections if d["position"] == position]
+        turns = sorted({d["at"] for d in callouts})
+        if len(turns) < 2:
+            continue
+        targets = {d["target_arg"] for d in callouts}
+        later = {a for t, args in ledger.cited.get(position, {}).items() if t > turns[0] for a in args}
+        if not any(engaging_args(view, target) & later for target in targets):
+            findings.append({"position": position, "callout_turns": turns, "targets": sorted(targets)})
+    return findings
+
+
+def engaging_args(view: RunView, target: str) -> set[str]:
+    """What engages `target` at its layer: the argument itself, an argument with an `addresses` edge to it, or an
+    addressing argument of a central question it belongs to."""
+    kb = view.kb
+    assert kb is not None
+    engaging = {target} | {src for src, kind, tgt in kb.edges if kind == "addresses" and tgt == target}
+    for _, _, args in kb.central_questions:
+        if target in args:
+            engaging |= set(args)
+    return engaging
+
+
+def verdict_errors(view: RunView, ledger: Ledger, verdict: Mapping[str, Any]) -> list[str]:
+    config = view.config
+    assert isinstance(config, KbDebateConfig)
+    positions = config.positions
+    label, position = verdict["label"], verdict.get("position", "")
+    broken = {p: dismantled(view, ledger, p) for p in positions}
+    rows = engagement(view, ledger)
+    persistent = {f["position"] for f in non_engagement(view, ledger)}
+    errors = []
+    if label in ("better-grounded", "engagement-asymmetry") and position not in positions:
+        return [f"verdict.position: {label} needs one of the positions {', '.join(positions)}"]
+    if label in ("genuinely-contested", "unresolved-by-corpus"):
+        if label == "unresolved-by-corpus" and all(broken.values()):
+            return []  # every side's central claims closed: nothing stands, and no balance is manufactured
+        standing_engaged = any(p in r["engaged_by"] for r in rows for p in positions if not broken[p])
+        if label == "unresolved-by-corpus" and not standing_engaged:
+            # No side left standing engaged a central question (or the KB names none): nobody can be called
+            # better-grounded, so the corpus does not settle it; the synthesis must still name what was closed.
+            return []
+        for p, closed in broken.items():
+            if closed:
+                errors.append(
+                    f"verdict: no balanced verdict — {p}'s central claims are closed ({', '.join(closed)})"
+                )
+        return errors
+    others = [p for p in positions if p != position]
+    engaged_by_x = [r["question"] for r in rows if position in r["engaged_by"]]
+    if not engaged_by_x:
+        return [f"verdict: {position} engaged no central question via addresses edges"]
+    if broken[position]:
+        errors.append(f"verdict: {position}'s own central claims are closed ({', '.join(broken[position])})")
+    if label == "better-grounded":
+        for other in others:
+            orbit_only = all(other not in r["engaged_by"] for r in rows if r["question"] in engaged_by_x)
+            if not (broken[other] or other in persistent or orbit_only):
+                errors.append(
+                    f"verdict: better-grounded:{position} needs {other}'s central claims closed or {other} not "
+                    "engaging the central questions; neither holds"
+                )
+    else:
+        asymmetric = [
+            r["question"]
+            for r in rows
+            if position in r["engaged_by"] and any(o in r["orbited_by"] for o in others)
+        ]
+        if not asymmetric:
+            errors.append(
+                f"verdict: engagement-asymmetry:{position} needs a central question {position} engaged and the "
+                "other side only orbited"
+            )
+    return errors
+
+
+# --- the protocol ------------------------------------------------------------------------------------------------
+
+
+@register
+class KbDebate(Protocol):
+    name = "kb-debate"
+    title = "KB debate (adversarial, seed 002)"
+    description = (
+        "Debaters for each position of a knowledge base cite it by argument id; the orchestrator interleaves "
+        "their turns on the open threads of a claims ledger, a moderator rules, and a synthesis gives a verdict "
+        "on evidence and engagement."
+    )
+    config_model = KbDebateConfig
+    template = "debates/protocols/kb_debate.html"
+    stages = (
+        Stage("openings", "Openings"),
+        Stage("debate", "Interleaved debate"),
+        Stage("synthesis", "Synthesis and verdict"),
+        Stage("review", "Verdict review"),
+    )
+
+    def prepare(self, config: dict[str, Any], kb: Any) -> dict[str, Any]:
+        from kb.models import KnowledgeBase
+        from kb.services import kb_positions
+
+        if kb is None:
+            raise ValueError("kb: a KB debate needs a knowledge base; choose one")
+        if kb.kind != KnowledgeBase.GRAPH:
+            raise ValueError(f"kb: '{kb.title}' is a data KB; a KB debate needs an argument graph")
+        if not kb.is_stable:
+            raise ValueError(
+                f"kb: '{kb.title}' does not state a stable graph; confirm its stable state first"
+            )
+        found = kb_positions(kb)
+        positions = config.get("positions") or found
+        if len(positions) < 2:
+            raise ValueError(f"kb: '{kb.title}' has fewer than two positions (pro-… / con-… arguments)")
+        unknown = [p for p in positions if p not in found]
+        if unknown:
+            raise ValueError(
+                f"positions: {', '.join(map(str, unknown))} is not a position of '{kb.title}' "
+                f"(its positions: {', '.join(found) or 'none'})"
+            )
+        return {**config, "positions": list(positions)}
+
+    def seats(self, config: BaseModel) -> list[SeatSpec]:
+        assert isinstance(config, KbDebateConfig)
+        return [
+            *(SeatSpec(debater_handle(p), p, "debater", lens=p) for p in config.positions),
+            SeatSpec("moderator", "Moderator", "moderator", human=config.moderator == "human"),
+            SeatSpec("orchestrator", "Orchestrator", "orchestrator"),
+        ]
+
+    def expected_turns(self, view: RunView) -> int:
+        config = view.config
+        assert isinstance(config, KbDebateConfig)
+        return max(len(view.turns), config.max_turns + 1 + (config.moderator == "human"))
+
+    def current_stage(self, view: RunView, plan: Plan) -> str:
+        if isinstance(plan, Steps) and plan.steps:
+            return plan.steps[0].stage
+        return "done" if isinstance(plan, Done) else ""
+
+    # --- planning --------------------------------------------------------------------------------------------
+
+    def plan(self, view: RunView) -> Plan:
+        config = view.config
+        assert isinstance(config, KbDebateConfig)
+        turns = list(view.turns.values())
+        openings = [t for t in turns if t.task == "opening"]
+        missing = [
+            (i + 1, p)
+            for i, p in enumerate(config.positions)
+            if turn_key(i + 1, "opening", debater_handle(p)) not in view.turns
+        ]
+        if missing:  # all openings together (one by one when a paused run is stepped)
+            return Steps(tuple(self._opening(view, number, p) for number, p in missing))
+        unfinished = [t for t in turns if not t.finished]
+        if unfinished:  # an interrupted turn is run again with the same key
+            return Steps(tuple(self._replan(view, t) for t in unfinished))
+        if all(t.failed for t in openings):
+            return Done(self._outcome(view, None), failed=True, reason="Every opening failed.")
+        ledger = ledger_build(view)
+        synthesis = next((t for t in turns if t.task == "synthesis"), None)
+        if synthesis is not None:
+            return self._after_synthesis(view, ledger, synthesis)
+        failed_in_a_row = 0
+        for turn in reversed(turns):
+            if not turn.failed:
+                break
+            failed_in_a_row += 1
+        if failed_in_a_row >= FAILURES_IN_A_ROW:
+            return Done(
+                self._outcome(view, ledger),
+                failed=True,
+                reason=f"{failed_in_a_row} turns failed in a row; the debate cannot go on.",
+            )
+        number = len(turns) + 1
+        debate_turns = sum(1 for t in turns if t.task in DEBATE_TASKS)
+        live = [e for e in ledger.entries.values() if e.status in LIVE]
+        pending = ledger.pending_objection()
+        if debate_turns >= config.max_turns or (
+            debate_turns >= config.min_turns and not live and pending is None and not ledger.unhandled_flags()
+        ):
+            return Steps((self._synthesis(view, ledger, number),))
+        since = sum(1 for t in ledger.turns if t.number > ledger.last_moderator and t.task == "turn")
+        last_moderator_failed = bool(ledger.turns) and ledger.turns[-1].task == "moderator"
+        if not last_moderator_failed and (
+            pending is not None or ledger.unhandled_flags() or since >= config.moderator_every
+        ):
+            return Steps((self._moderator(view, ledger, number),))
+        step = self._debater(view, ledger, number)
+        if step is None:  # nothing left to argue
+            return Steps((self._synthesis(view, ledger, number),))
+        return Steps((step,))
+
+    def _replan(self, view: RunView, turn: TurnView) -> Step:
+        """The same step as when the interrupted turn was first planned: planned from the turns before it."""
+        before = {k: t for k, t in view.turns.items() if k != turn.key}
+        earlier = RunView(**{**view.__dict__, "turns": before})
+        number = int(turn.key[1:3])
+        if turn.task == "opening":
+            config = view.config
+            assert isinstance(config, KbDebateConfig)
+            return self._opening(view, number, _position_of(turn.seat, config.positions))
+        plan = self.plan(earlier)
+        same = next((s for s in plan.steps if s.key == turn.key), None) if isinstance(plan, Steps) else None
+        if same is not None:
+            return same
+        # The KB changed under the plan meanwhile (a proposal approved in the inbox): same seat and task.
+        ledger = ledger_build(earlier)
+        step: Step | None = None
+        if turn.task == "turn":
+            config = view.config
+            assert isinstance(config, KbDebateConfig)
+            step = self._debater(earlier, ledger, number, only=_position_of(turn.seat, config.positions))
+        elif turn.task == "moderator":
+            step = self._moderator(earlier, ledger, number)
+        elif turn.task == "synthesis":
+            step = self._synthesis(earlier, ledger, number)
+        if step is None or step.key != turn.key:
+            raise LookupError(f"{turn.key} cannot be planned again: nothing is left for its seat to answer")
+        return step
+
+    def _opening(self, view: RunView, number: int, position: str) -> Step:
+        seat = debater_handle(position)
+        return Step(
+            key=turn_key(number, "opening", seat),
+            seat=seat,
+            stage="openings",
+            task="opening",
+            schema=schema.Opening,
+            context={
+                "position": position,
+                "name": position,
+                "lens": position,
+                "turn": number,
+                **self._kb_brief(view, position),
+            },
+        )
+
+    def _kb_brief(self, view: RunView, position: str) -> dict[str, Any]:
+        kb = view.kb
+        assert kb is not None
+        return {
+            "own_arguments": [
+                {"arg": a.arg_id, "status": a.status, "layer": a.layer, "title": a.title}
+                for a in kb.arguments.values()
+                if a.position == position
+            ],
+            "central_questions": [
+                {"question": n, "text": text, "addressed_by": list(args)}
+                for n, text, args in kb.central_questions
+            ],
+        }
+
+    def _debater(self, view: RunView, ledger: Ledger, number: int, *, only: str = "") -> Step | None:
+        """The thread that most needs progressing, and who answers it. In order: the claim the moderator just
+        pressed (or reopened) is answered by its asserter; speakers alternate; the exchange of the latest debater
+        turn goes on unless it is long already (the asserter defends right after a rebuttal, the rebutter answers
+        the defence); claims resting on contested / weak arguments first, the weakest first; open threads before
+        partially rebutted ones; older threads first."""
+        config = view.config
+        kb = view.kb
+        assert isinstance(config, KbDebateConfig) and kb is not None
+        last_speaker = next((t.position for t in reversed(ledger.turns) if t.task in ("turn", "opening")), "")
+        last_debater = max((t.number for t in ledger.turns if t.task in ("turn", "opening")), default=0)
+        latest = ledger.turns[-1] if ledger.turns else None
+        candidates = []
+        for entry in ledger.entries.values():
+            if entry.status not in LIVE:
+                continue
+            last = ledger.turns[entry.thread[-1] - 1]
+            if last.task == "moderator" or (last.position and last.position != entry.position):
+                answerer = entry.position  # the asserter answers a rebuttal, a press or a reopening
+            else:
+                others = [p for p in config.positions if p != entry.position]
+                answerer = min(
+                    others, key=lambda p: sum(1 for n in entry.thread if ledger.turns[n - 1].position == p)
+                )
+            natural = not only or answerer == only
+            answerer = only or answerer
+            pressed_now = latest is not None and latest.task == "moderator" and last.number == latest.number
+            ratings = [kb.arguments[a].status for a in entry.args if a in kb.arguments]
+            shaky = any(status in ("contested", "weak") for status in ratings)
+            score = (
+                not natural,  # replanning an interrupted turn keeps its seat
+                not pressed_now,
+                answerer == last_speaker,
+                entry.thread[-1] < last_debater or len(entry.thread) > 3,  # a long exchange yields
+                not shaky,
+                min((RANK.get(status, 3) for status in ratings), default=3),
+                entry.status != "open",
+                entry.thread[-1],
+                entry.id,
+            )
+            candidates.append((score, entry, answerer, last))
+        if not candidates:
+            return None
+        _, entry, answerer, answered = min(candidates, key=lambda c: c[0])
+        seat = debater_handle(answerer)
+        answered_payload = dict(answered.payload or {})
+        closed = [e.as_dict(kb) for e in ledger.entries.values() if e.closed]
+        debate_turns = sum(1 for t in ledger.turns if t.task in DEBATE_TASKS)
+        # An objection must be heard by the moderator: none is taken in the debate's last turn.
+        objectable = [
+            e.id
+            for e in ledger.entries.values()
+            if e.closed and e.position == answerer and e.objection is None
+        ]
+        if debate_turns + 1 >= config.max_turns:
+            objectable = []
+        return Step(
+            key=turn_key(number, "turn", seat),
+            seat=seat,
+            stage="debate",
+            task="turn",
+            schema=schema.DebaterTurn,
+            context={
+                "position": answerer,
+                "name": answerer,
+                "lens": answerer,
+                "turn": number,
+                "entry": entry.as_dict(kb),
+                "answer_turn": answered.number,
+                "answer_speaker": answered.position or answered.seat,
+                "answer_text": str(answered_payload.get("text") or answered_payload.get("summary") or ""),
+                "role": "defend or concede your own claim" if answerer == entry.position else "rebut it",
+                "closed_entries": closed,
+                "may_object_to": objectable,
+                **self._kb_brief(view, answerer),
+            },
+        )
+
+    def _moderator(self, view: RunView, ledger: Ledger, number: int) -> Step:
+        kb = view.kb
+        assert kb is not None
+        pending = ledger.pending_objection()
+        return Step(
+            key=turn_key(number, "moderator", "moderator"),
+            seat="moderator",
+            stage="debate",
+            task="moderator",
+            schema=schema.ModeratorTurn,
+            context={
+                "name": "Moderator",
+                "turn": number,
+                "flags": [f.__dict__ for f in ledger.unhandled_flags()],
+                "pending_objection": pending.as_dict(kb) if pending else None,
+                "ledger": [e.as_dict(kb) for e in ledger.entries.values()],
+                "recent_turns": [
+                    {"turn": t.number, "position": t.position, "task": t.task}
+                    for t in ledger.turns
+                    if t.number > ledger.last_moderator
+                ],
+            },
+        )
+
+    def _synthesis(self, view: RunView, ledger: Ledger, number: int) -> Step:
+        return Step(
+            key=turn_key(number, "synthesis", "orchestrator"),
+            seat="orchestrator",
+            stage="synthesis",
+            task="synthesis",
+            schema=schema.Synthesis,
+            context={"name": "Orchestrator", "turn": number, **self._findings(view, ledger)},
+        )
+
+    def _findings(self, view: RunView, ledger: Ledger) -> dict[str, Any]:
+        config = view.config
+        kb = view.kb
+        assert isinstance(config, KbDebateConfig) and kb is not None
+        return {
+            "positions": list(config.positions),
+            "engagement": engagement(view, ledger),
+            "closed": [e.as_dict(kb) for e in ledger.entries.values() if e.closed],
+            "baseless": [
+                e.id
+                for e in ledger.entries.values()
+                if e.args
+                and all(kb.arguments.get(a) and kb.arguments[a].status == "baseless" for a in e.args)
+            ],
+            "dismantled": {p: dismantled(view, ledger, p) for p in config.positions},
+            "non_engagement": non_engagement(view, ledger),
+            "revisions": [m.revision for m in kb.mutations if m.revision],
+        }
+
+    def _after_synthesis(self, view: RunView, ledger: Ledger, synthesis: TurnView) -> Plan:
+        config = view.config
+        assert isinstance(config, KbDebateConfig)
+        if synthesis.failed:
+            return Done(
+                self._outcome(view, ledger), failed=True, reason=f"The synthesis failed: {synthesis.error}"
+            )
+        if config.moderator == "human":
+            review = next((t for t in view.turns.values() if t.task == "verdict-review"), None)
+            if review is None:
+                number = len(view.turns) + 1
+                return Steps(
+                    (
+                        Step(
+                            key=turn_key(number, "verdict-review", "moderator"),
+                            seat="moderator",
+                            stage="review",
+                            task="verdict-review",
+                            schema=schema.VerdictReview,
+                            context={
+                                "name": "Moderator",
+                                "verdict": dict((synthesis.payload or {})["verdict"]),
+                            },
+                        ),
+                    )
+                )
+        return Done(self._outcome(view, ledger))
+
+    def _outcome(self, view: RunView, ledger: Ledger | None) -> dict[str, Any]:
+        kb = view.kb
+        synthesis = next((t for t in view.turns.values() if t.task == "synthesis" and t.committed), None)
+        review = next((t for t in view.turns.values() if t.task == "verdict-review" and t.committed), None)
+        outcome: dict[str, Any] = {
+            "mode": "full" if synthesis else "degraded",
+            "verdict": dict(synthesis.payload["verdict"]) if synthesis and synthesis.payload else None,
+            "synthesis": synthesis.payload.get("text") if synthesis and synthesis.payload else "",
+            "review": dict(review.payload) if review and review.payload else None,
+            "turns": sum(1 for t in view.turns.values() if t.task in DEBATE_TASKS),
+        }
+        if ledger is not None and kb is not None:
+            outcome["ledger"] = [e.as_dict(kb) for e in ledger.entries.values()]
+            outcome.update(self._findings(view, ledger))
+        return outcome
+
+    # --- validation --------------------------------------------------------------------------------------------
+
+    def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
+        kb = view.kb
+        config = view.config
+        assert kb is not None and isinstance(config, KbDebateConfig)
+        before = RunView(**{**view.__dict__, "turns": {k: t for k, t in view.turns.items() if k != step.key}})
+        ledger = ledger_build(before)
+        errors: list[str] = []
+        if isinstance(payload, (schema.Opening, schema.DebaterTurn)):
+            for index, claim in enumerate(payload.claims):
+                errors += _reference_errors(kb, f"claims[{index}]", claim.args, claim.sources)
+        if isinstance(payload, schema.DebaterTurn):
+            errors += self._debater_errors(step, payload, ledger, kb)
+        if isinstance(payload, schema.ModeratorTurn):
+            errors += self._moderator_errors(step, payload, ledger, kb, config)
+        if isinstance(payload, schema.Synthesis):
+            errors += verdict_errors(before, ledger, payload.verdict.model_dump())
+        if isinstance(payload, (schema.Opening, schema.DebaterTurn, schema.ModeratorTurn)):
+            for index, mutation in enumerate(payload.mutations):
+                if (
+                    mutation.kind in ("status-downgrade", "traceback-append")
+                    and mutation.arg_id not in kb.arguments
+                ):
+                    errors.append(f"mutations[{index}].arg_id: no argument {mutation.arg_id!r} in the KB")
+        return errors
+
+    def _debater_errors(
+        self, step: Step, payload: schema.DebaterTurn, ledger: Ledger, kb: KbView
+    ) -> list[str]:
+        errors = []
+        expected = step.context["entry"]["id"], step.context["answer_turn"]
+        if (payload.responds_to.entry, payload.responds_to.turn) != expected:
+            errors.append(f"responds_to: this turn answers {expected[0]} from turn {expected[1]}")
+        own = step.context["entry"]["position"] == step.context["position"]
+        if own and payload.move not in ("defend", "concede"):
+            errors.append("move: on your own claim, defend or concede")
+        if not own and payload.move not in ("rebut", "partial-rebut"):
+            errors.append("move: on the other side's claim, rebut or partial-rebut")
+        if payload.objection is not None:
+            entry = ledger.entries.get(payload.objection.entry)
+            if entry is None or not entry.closed or entry.position != step.context["position"]:
+                errors.append(f"objection.entry: {payload.objection.entry} is not a closed claim of yours")
+            elif entry.objection is None and entry.id not in step.context.get("may_object_to", [entry.id]):
+                errors.append(
+                    "objection: this is the debate's last turn, so no objection can be heard; the ruling stands"
+                )
+            elif entry.objection is not None:
+                errors.append(f"objection: {entry.id} was objected to once already; the ruling stands")
+            else:
+                known = set(entry.args) | set(entry.sources)
+                fresh = [
+                    x for x in [*payload.objection.new_args, *payload.objection.new_sources] if x not in known
+                ]
+                if not fresh:
+                    errors.append(
+                        "objection: an objection needs new evidence (an argument or source not cited before)"
+                    )
+                errors += _reference_errors(
+                    kb, "objection", payload.objection.new_args, payload.objection.new_sources
+                )
+        return errors
+
+    def _moderator_errors(
+        self, step: Step, payload: schema.ModeratorTurn, ledger: Ledger, kb: KbView, config: KbDebateConfig
+    ) -> list[str]:
+        errors = []
+        number = int(step.context["turn"])
+        downgraded = {m.arg_id for m in payload.mutations if m.kind == "status-downgrade" and m.to in DEAD}
+        for index, press in enumerate(payload.presses):
+            if press.entry not in ledger.entries:
+                errors.append(f"presses[{index}].entry: no ledger entry {press.entry}")
+        for index, ruling in enumerate(payload.rulings):
+            entry = ledger.entries.get(ruling.entry)
+            where = f"rulings[{index}]"
+            if entry is None:
+                errors.append(f"{where}.entry: no ledger entry {ruling.entry}")
+                continue
+            if entry.closed:
+                errors.append(f"{where}: {entry.id} is closed already")
+            if ruling.arg_id not in entry.args:
+                errors.append(f"{where}.arg_id: {entry.id} does not cite {ruling.arg_id}")
+            status = kb.arguments[ruling.arg_id].status if ruling.arg_id in kb.arguments else ""
+            if status not in DEAD and ruling.arg_id not in downgraded:
+                errors.append(
+                    f"{where}: closing needs {ruling.arg_id} rated refuted or baseless — it is {status or 'unknown'}; "
+                    "propose the matching status-downgrade in this turn"
+                )
+            late = [t for t in ruling.turns if t >= number]
+            if late:
+                errors.append(f"{where}.turns: turn(s) {late} have not happened")
+        pending = ledger.pending_objection()
+        decided = {d.entry for d in payload.objection_decisions}
+        if pending is not None and pending.id not in decided:
+            errors.append(f"objection_decisions: rule on {pending.id}'s objection (reaffirm or reverse)")
+        for index, decision in enumerate(payload.objection_decisions):
+            if pending is None or decision.entry != pending.id:
+                errors.append(f"objection_decisions[{index}]: {decision.entry} has no pending objection")
+        for index, callout in enumerate(payload.callouts):
+            if callout.position not in config.positions:
+                errors.append(f"callouts[{index}].position: no position {callout.position!r}")
+            if callout.turn >= number:
+                errors.append(f"callouts[{index}].turn: turn {callout.turn} has not happened")
+        reraised = {f.position for f in ledger.unhandled_flags() if f.kind == "reraised-closed"}
+        called = {c.position for c in payload.callouts if c.type == "reraised-closed"}
+        for position in sorted(reraised - called):
+            errors.append(
+                f"callouts: {position} re-raised a closed claim; call it out (type reraised-closed)"
+            )
+        for index, deflection in enumerate(payload.deflections):
+            where = f"deflections[{index}]"
+            if deflection.position not in config.positions:
+                errors.append(f"{where}.position: no position {deflection.position!r}")
+                continue
+            if deflection.target_arg not in kb.arguments:
+                errors.append(f"{where}.target_arg: no argument {deflection.target_arg}")
+            engaging = [
+                src
+                for src, kind, target in kb.edges
+                if kind == "addresses" and target == deflection.target_arg and src in deflection.cited_args
+            ]
+            if engaging:
+                errors.append(
+                    f"{where}: {', '.join(engaging)} addresses {deflection.target_arg}; citing it engages the "
+                    "argument, it is no deflection"
+                )
+            cited = ledger.cited.get(deflection.position, {})
+            for turn in deflection.turns:
+                if not cited.get(turn, set()) & set(deflection.cited_args):
+                    errors.append(
+                        f"{where}: {deflection.position} did not cite {', '.join(deflection.cited_args)} in turn {turn}"
+                    )
+        return errors
+
+    # --- effects and human seats -------------------------------------------------------------------------------
+
+    def on_commit(self, step: Step, payload: Mapping[str, Any], *, run_id: int, turn_id: int) -> None:
+        mutations = payload.get("mutations") or []
+        if not mutations:
+            return
+        from debates.models import Run, Turn
+        from kb.discipline import mutation_propose
+        from kb.models import MutationStatus, ProposedMutation
+
+        run = Run.objects.select_related("kb").get(pk=run_id)
+        turn = Turn.objects.get(pk=turn_id)
+        assert run.kb is not None
+        for mutation in mutations:
+            change = mutation_payload(mutation)
+            waiting = ProposedMutation.objects.filter(
+                run=run, kind=mutation["kind"], payload=change, status=MutationStatus.PENDING
+            )
+            if waiting.exists():  # the same change already waits in the inbox: one decision covers both
+                continue
+            mutation_propose(
+                kb=run.kb,
+                kind=mutation["kind"],
+                payload=change,
+                proposed_by=step.seat,
+                justification=mutation["justification"],
+                run=run,
+                turn=turn,
+                auto_approve=bool(run.config.get("auto_approve")),
+            )
+
+    def human_payload(self, step: Step, data: Mapping[str, Any]) -> dict[str, Any]:
+        def text(name: str) -> str:
+            return str(data.get(name, "")).strip()
+
+        def numbers(name: str) -> list[int]:
+            return [int(n) for n in re.findall(r"\d+", text(name))]
+
+        def ids(name: str) -> list[str]:
+            return re.findall(r"arg-\d{3,}", text(name))
+
+        if step.task == "verdict-review":
+            return {"decision": text("decision"), "text": text("text")}
+        payload: dict[str, Any] = {"text": text("text") or "(no summary)"}
+        if text("press_entry"):
+            payload["presses"] = [
+                {"entry": text("press_entry"), "text": text("press_text") or "Press this claim."}
+            ]
+        if text("callout_type"):
+            payload["callouts"] = [
+                {
+                    "type": text("callout_type"),
+                    "position": text("callout_position"),
+                    "turn": (numbers("callout_turn") or [1])[0],
+                    "text": text("callout_text") or text("callout_type"),
+                }
+            ]
+        if text("deflection_position"):
+            payload["deflections"] = [
+                {
+                    "position": text("deflection_position"),
+                    "cited_args": ids("deflection_args"),
+                    "turns": numbers("deflection_turns"),
+                    "target_arg": text("deflection_target"),
+                    "text": text("deflection_text"),
+                }
+            ]
+        if text("ruling_entry"):
+            payload["rulings"] = [
+                {
+                    "entry": text("ruling_entry"),
+                    "arg_id": text("ruling_arg"),
+                    "closed_as": text("ruling_as"),
+                    "justification": text("ruling_justification"),
+                    "turns": numbers("ruling_turns"),
+                }
+            ]
+        if text("objection_entry"):
+            payload["objection_decisions"] = [
+                {
+                    "entry": text("objection_entry"),
+                    "decision": text("objection_decision"),
+                    "text": text("objection_text") or text("objection_decision"),
+                }
+            ]
+        if text("mutation_arg"):
+            payload["mutations"] = [
+                {
+                    "kind": "status-downgrade",
+                    "arg_id": text("mutation_arg"),
+                    "to": text("mutation_to"),
+                    "justification": text("mutation_justification") or "Moderator's ruling.",
+                }
+            ]
+        return payload
+
+
+def _reference_errors(kb: KbView, where: str, args: list[str], sources: list[str]) -> list[str]:
+    errors = [f"{where}: no argument {a} in the KB" for a in args if a not in kb.arguments]
+    return errors + [f"{where}: no source {s} in the KB" for s in sources if s not in kb.sources]
+
+
+def mutation_payload(mutation: Mapping[str, Any]) -> dict[str, Any]:
+    """The discipline's payload for a proposed mutation of a turn."""
+    kind = mutation["kind"]
+    if kind == "status-downgrade":
+        return {"arg_id": mutation["arg_id"], "to": mutation["to"]}
+    if kind == "new-edge":
+        return {"src": mutation["src"], "type": mutation["edge_type"], "target": mutation["target"]}
+    if kind == "criticism-append":
+        return {"source": mutation["source"], "text": mutation["text"]}
+    if kind == "traceback-append":
+        return {"arg_id": mutation["arg_id"], "text": mutation["text"]}
+    return {
+        "type": mutation["contradiction_type"],
+        "title": mutation["title"],
+        "arguments": list(mutation["arguments"]),
+        "description": mutation["text"],
+    }

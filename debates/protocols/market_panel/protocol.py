@@ -1,0 +1,914 @@
+"""Market panel (seed 004, the "Multi-Agent Debate × Market Analysis" series), generalised: seats are lens × stance
+(default technical / fundamental / macro / sentiment × bull / bear, handles like `tech_bull`), each given only its
+slice of a JSON data KB, plus a judge that sees the whole KB.
+
+R1 openings in parallel (2–4 arguments each, ids `<seat>_arg_<n>`, zero-based) → R2 cross-examination paired
+within a lens only: serial within a pair (the first stance challenges, then the second challenges back, having
+read the first), the pairs in parallel; each side must challenge (refute, question the evidence or dispute in part)
+at least half of the opponent's arguments, else the round is flagged as a handshake → R3 closings in parallel
+(refined claims with adjusted confidence, concessions, a 50–100-word final stance, conviction change) → R4 the
+judge scores every argument on logic / evidence / clarity / persuasiveness (1–10, weights configurable, default
+30/30/20/20) and gives the argument trace table UPHELD / WEAKENED / REFUTED, the bull case, the bear case and the
+key insight.
+
+Code, not the judge, recomputes every weighted score (a judge's differing figure is shown as a mismatch, never
+corrected) and verifies every cited data point against the KB (verified / mismatch / unverified path / inferred);
+the judge is given the verification results, and the page shows them."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from debates.protocols.base import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.protocols.fallback import failure_reason
+from debates.protocols.market_panel import schema
+from debates.protocols.registry import register
+from kb.citations import MISMATCH, UNVERIFIED, data_point_verify
+from kb.formats.seed004 import path_get, slice_for
+
+DIMENSIONS = ("logic", "evidence", "clarity", "persuasiveness")
+DEFAULT_WEIGHTS = {"logic": 30, "evidence": 30, "clarity": 20, "persuasiveness": 20}
+DEFAULT_LENSES = ("technical", "fundamental", "macro", "sentiment")
+STANCES: tuple[Literal["bull", "bear"], ...] = ("bull", "bear")
+LENS_PREFIX = {"technical": "tech", "fundamental": "fund", "macro": "macro", "sentiment": "sent"}
+# Default slices for the seed's KB shape (the seed's own slice_for_agent mapping was not recoverable: this is the
+# obvious reading, see reference/seed-sources.md §4.1). Sections the KB lacks are dropped from the defaults.
+DEFAULT_SLICES: dict[str, tuple[str, ...]] = {
+    "technical": ("indices", "technicals"),
+    "fundamental": ("fundamentals", "sectors"),
+    "macro": ("macro", "global_markets"),
+    "sentiment": ("sentiment",),
+}
+LENS_FOCUS = {
+    "technical": "price action, trend (moving averages), momentum (RSI, MACD), volatility and volume",
+    "fundamental": "valuation (P/E against its long-term average, earnings yield) and sector rotation",
+    "macro": "growth, inflation, policy rates, the labour market, the yield curve and global markets",
+    "sentiment": "volatility regime (VIX), breadth and the character of volume",
+}
+VERDICTS = ("UPHELD", "WEAKENED", "REFUTED")
+CHALLENGING = ("refute", "question_evidence", "partial")  # a concede does not count toward the half
+STANCE_WORDS = {"bull": "upside (bullish)", "bear": "downside (bearish)"}
+ARG_ID = re.compile(r"^(?P<seat>[a-z][a-z0-9]*_(?:bull|bear))_arg_(?P<n>\d+)$")
+MATERIAL_NOTE = (
+    "A market panel over a data knowledge base. Each seat receives only its own slice of the data in its step "
+    "context; the judge receives the whole knowledge base."
+)
+
+Stance = Literal["bull", "bear"]
+
+
+class MarketPanelConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lenses: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_LENSES),
+        min_length=1,
+        max_length=6,
+        description="Analytical lenses; each seats a bull and a bear (technical, fundamental, macro, sentiment "
+        "or a name of your own with its slice).",
+    )
+    stances: list[Stance] = Field(
+        default_factory=lambda: list(STANCES),
+        description="Both stances; the first challenges first in each pair's cross-examination.",
+    )
+    slices: dict[str, list[str]] = Field(
+        default_factory=dict, description="Dotted KB paths per lens; empty: the defaults that the KB has."
+    )
+    weights: dict[str, int] = Field(
+        default_factory=lambda: dict(DEFAULT_WEIGHTS),
+        description="Judge weights in percent, summing to 100 (not normalised: a bad sum is refused).",
+    )
+    arguments_min: int = Field(default=2, ge=1, le=4)
+    arguments_max: int = Field(default=4, ge=1, le=4)
+
+    @model_validator(mode="after")
+    def _check(self) -> MarketPanelConfig:
+        for lens in self.lenses:
+            if not re.fullmatch(r"[a-z][a-z0-9]{1,19}", lens):
+                raise ValueError(f"lenses: {lens!r} is not a lens name (lowercase letters and digits)")
+        if len(set(self.lenses)) != len(self.lenses):
+            raise ValueError("lenses: a lens is listed twice")
+        prefixes = [lens_prefix(lens) for lens in self.lenses]
+        if len(set(prefixes)) != len(prefixes):
+            raise ValueError("lenses: two lenses would share a seat prefix")
+        if sorted(self.stances) != sorted(STANCES):
+            raise ValueError("stances: a market panel seats exactly one bull and one bear per lens")
+        if set(self.weights) != set(DIMENSIONS):
+            raise ValueError(f"weights: give exactly {', '.join(DIMENSIONS)}")
+        if any(w < 0 for w in self.weights.values()):
+            raise ValueError("weights: a weight cannot be negative")
+        total = sum(self.weights.values())
+        if total != 100:
+            raise ValueError(f"weights: must sum to 100 (they sum to {total})")
+        if self.arguments_min > self.arguments_max:
+            raise ValueError("arguments_min: more than arguments_max")
+        unknown = set(self.slices) - set(self.lenses)
+        if unknown:
+            raise ValueError(f"slices: no lens {', '.join(sorted(unknown))} in this panel")
+        return self
+
+
+def lens_prefix(lens: str) -> str:
+    return LENS_PREFIX.get(lens, lens)
+
+
+def seat_handle(lens: str, stance: str) -> str:
+    return f"{lens_prefix(lens)}_{stance}"
+
+
+def arg_id(seat: str, number: int) -> str:
+    return f"{seat}_arg_{number}"
+
+
+def other_stance(stance: str) -> str:
+    return "bear" if stance == "bull" else "bull"
+
+
+# --- step keys -----------------------------------------------------------------------------------------------------
+
+
+def key_opening(seat: str) -> str:
+    return f"r1/opening/{seat}"
+
+
+def key_cross(lens: str, order: int) -> str:
+    """Order 1: the first stance challenges; order 2: the second stance, having read order 1."""
+    return f"r2/cross/{lens_prefix(lens)}/{order}"
+
+
+def key_closing(seat: str) -> str:
+    return f"r3/closing/{seat}"
+
+
+KEY_JUDGEMENT = "r4/judgement/judge"
+
+
+# --- the KB: slices and verification --------------------------------------------------------------------------------
+
+
+def slices_resolve(config: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Each lens's slice paths, checked against the KB: a given path that does not exist is refused by name; the
+    defaults keep only the sections the KB has."""
+    lenses = list(config.get("lenses") or DEFAULT_LENSES)
+    given = dict(config.get("slices") or {})
+    resolved: dict[str, list[str]] = {}
+    for lens in lenses:
+        if lens in given:
+            paths = [str(p).strip() for p in given[lens] if str(p).strip()]
+            for path in paths:
+                try:
+                    path_get(data, path)
+                except KeyError as missing:
+                    raise ValueError(
+                        f"slices.{lens}: the knowledge base has no data at {path!r} (no {missing.args[0]!r})"
+                    ) from None
+        elif lens in DEFAULT_SLICES:
+            paths = [p for p in DEFAULT_SLICES[lens] if p in data]
+        else:
+            raise ValueError(f"slices.{lens}: name the KB paths the {lens} seats may read")
+        if not paths:
+            raise ValueError(f"slices.{lens}: the knowledge base has none of the {lens} data; give paths")
+        resolved[lens] = paths
+    return resolved
+
+
+def slices_parse(text: str) -> dict[str, list[str]]:
+    """'lens: path, path' per line (the new-run form's box); an error names the line."""
+    slices: dict[str, list[str]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        lens, sep, rest = line.partition(":")
+        paths = [p.strip() for p in rest.split(",") if p.strip()]
+        if not sep or not lens.strip() or not paths:
+            raise ValueError(f"Slices, line {number}: write 'lens: path, path' (got {line!r})")
+        slices[lens.strip().lower()] = paths
+    return slices
+
+
+PATH_VALUE = re.compile(
+    r"(?P<path>\b[A-Za-z_][\w-]*(?:\.[\w-]+)+)"
+    r"(?:\s*(?:=|:|is|at|of|was|stands at)?\s*\(?\s*"
+    r"(?P<value>[-+−]?\$?\d[\d,]*(?:\.\d+)?\s*%?(?:/\d+)?)"
+    r"|\s*(?:=|:)\s*[\"']?(?P<word>[A-Za-z_][\w-]*))?"
+)
+
+
+def evidence_items(evidence: Any, data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The data points an argument (or a challenge's new evidence) cites, in either schema variant: a list of
+    {data_point, source} items, or a string in which dotted KB paths are named, each with the value quoted after
+    it ('technicals.SPX.rsi_14 = 58.4', 'macro.CPI.latest_value (2.8)'). In a string, a dotted word counts as a
+    path only if its first part is a section of the KB."""
+    if isinstance(evidence, list):
+        return [
+            {
+                "path": str(item.get("source", "")).strip(),
+                "quoted": str(item.get("data_point", "")).strip(),
+                "inferred": bool(item.get("inferred")),
+            }
+            for item in evidence
+            if isinstance(item, Mapping)
+        ]
+    items = []
+    for match in PATH_VALUE.finditer(str(evidence or "")):
+        path = match.group("path").rstrip(".")
+        if path.split(".")[0] not in data:
+            continue
+        quoted = match.group("value") or match.group("word") or ""
+        items.append({"path": path, "quoted": quoted.strip(), "inferred": False})
+    return items
+
+
+def evidence_verify(
+    evidence: Any, data: Mapping[str, Any], allowed: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """Each cited data point with its verification status against the whole KB; `allowed`: the citing seat's
+    slice, so a path outside it (which the seat cannot have read) is marked."""
+    checked = []
+    for item in evidence_items(evidence, data):
+        result = data_point_verify(data, item["path"], item["quoted"] or None, inferred=item["inferred"])
+        outside = allowed is not None and not any(
+            item["path"] == p or item["path"].startswith(p + ".") for p in allowed
+        )
+        checked.append(
+            {
+                "path": item["path"],
+                "quoted": item["quoted"],
+                "status": result["status"],
+                "detail": result["detail"],
+                "kb_value": result.get("kb_value"),
+                "outside_slice": bool(outside and result["status"] != UNVERIFIED),
+            }
+        )
+    return checked
+
+
+def evidence_text(evidence: Any) -> str:
+    if isinstance(evidence, list):
+        return "; ".join(
+            f"{item.get('source', '')}: {item.get('data_point', '')}"
+            for item in evidence
+            if isinstance(item, Mapping)
+        )
+    return str(evidence or "")
+
+
+# --- cross-examination and handshakes ---------------------------------------------------------------------------------
+
+
+def challenge_count(payload: Mapping[str, Any] | None, targets: Sequence[str]) -> int:
+    """How many distinct opponent arguments a cross-examination challenged (refute, question_evidence, partial)."""
+    if not payload:
+        return 0
+    wanted = set(targets)
+    return len(
+        {
+            c["target_id"]
+            for c in payload.get("challenges", [])
+            if c.get("challenge_type") in CHALLENGING and c.get("target_id") in wanted
+        }
+    )
+
+
+def half(count: int) -> int:
+    return math.ceil(count / 2)
+
+
+def side_check(seat: str, payload: Mapping[str, Any] | None, targets: Sequence[str]) -> dict[str, Any]:
+    challenged = challenge_count(payload, targets)
+    needed = half(len(targets))
+    return {
+        "seat": seat,
+        "challenged": challenged,
+        "targets": len(targets),
+        "needed": needed,
+        "short": payload is not None and challenged < needed,
+        "missing": payload is None,
+    }
+
+
+# --- the judge's arithmetic -----------------------------------------------------------------------------------------
+
+
+def weighted_score(scores: Mapping[str, Any], weights: Mapping[str, int]) -> Decimal:
+    """Σ score × weight / Σ weights on the 1–10 scale, to two decimals (exact for percent weights)."""
+    total = sum((Decimal(int(scores[d])) * weights[d] for d in DIMENSIONS), Decimal(0))
+    return (total / sum(weights.values())).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
+WEIGHTED_TOLERANCE = Decimal("0.05")  # the judge may round to one decimal
+
+
+def score_rows(
+    judgement: Mapping[str, Any] | None, weights: Mapping[str, int]
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The judge's per-argument scores with the weighted score recomputed by code beside the judge's own figure;
+    every difference is listed, nothing the judge wrote is changed."""
+    rows: dict[str, dict[str, Any]] = {}
+    mismatches = []
+    for score in (judgement or {}).get("scores", []):
+        code = weighted_score(score, weights)
+        stated = score.get("weighted")
+        differs = stated is not None and abs(Decimal(str(stated)) - code) > WEIGHTED_TOLERANCE
+        if differs:
+            formula = " + ".join(f"{score[d]} × {weights[d]}" for d in DIMENSIONS)
+            mismatches.append(
+                f"{score['argument_id']}: the judge wrote weighted {stated}, but ({formula}) / 100 = {float(code):g}"
+            )
+        rows[score["argument_id"]] = {
+            **{d: score[d] for d in DIMENSIONS},
+            "weighted": float(code),
+            "judge_weighted": stated,
+            "weighted_mismatch": differs,
+            "status": score["status"],
+            "note": score.get("note", ""),
+        }
+    return rows, mismatches
+
+
+def words_count(text: str) -> int:
+    return len(re.findall(r"[\w’'-]+", text))
+
+
+# --- the plan ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pair:
+    lens: str
+    first: str  # the seat challenging first
+    second: str
+
+
+@dataclass
+class Board:
+    """Everything the debate has produced so far, read from the committed turns."""
+
+    openings: dict[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    crosses: dict[str, Mapping[str, Any] | None] = field(default_factory=dict)  # by challenging seat
+    closings: dict[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@register
+class MarketPanel(Protocol):
+    name = "market-panel"
+    title = "Market panel (lens × stance on a data KB)"
+    description = (
+        "Bull and bear seats per analytical lens (technical, fundamental, macro, sentiment), each reading only its "
+        "slice of a JSON data KB: openings, paired cross-examination within a lens, closings; a judge scores every "
+        "argument on logic / evidence / clarity / persuasiveness and traces it UPHELD / WEAKENED / REFUTED. Code "
+        "recomputes the weighted scores and verifies every cited figure against the KB."
+    )
+    config_model = MarketPanelConfig
+    template = "debates/protocols/market_panel.html"
+    stages = (
+        Stage("openings", "Opening statements"),
+        Stage("cross", "Cross-examination"),
+        Stage("closings", "Closing statements"),
+        Stage("judgement", "Judge"),
+        Stage("done", "Trace table"),
+    )
+
+    def kb_material(self, kb: Any) -> str:
+        return MATERIAL_NOTE  # never the whole data KB in the shared prompt: each seat reads only its slice
+
+    def prepare(self, config: dict[str, Any], kb: Any) -> dict[str, Any]:
+        if kb is None:
+            raise ValueError(
+                "kb: the market panel needs a data knowledge base (a seed-004 JSON, e.g. market-2026-q4)"
+            )
+        if getattr(kb, "kind", "") != "data" or not isinstance(kb.data, dict):
+            raise ValueError(
+                f"kb: '{kb.title}' is an argument graph; the market panel needs a data knowledge base "
+                "(a seed-004 JSON)"
+            )
+        config = dict(config)
+        config["slices"] = slices_resolve(config, kb.data)
+        return config
+
+    def seats(self, config: BaseModel) -> list[SeatSpec]:
+        assert isinstance(config, MarketPanelConfig)
+        seats = [
+            SeatSpec(
+                seat_handle(lens, stance), f"{lens.capitalize()} {stance}", "debater", f"{lens} / {stance}"
+            )
+            for lens in config.lenses
+            for stance in config.stances
+        ]
+        return [*seats, SeatSpec("judge", "Judge", "judge")]
+
+    # --- reading the board ---------------------------------------------------------------------------------------
+
+    @staticmethod
+    def pairs(config: MarketPanelConfig) -> list[Pair]:
+        first, second = config.stances
+        return [Pair(lens, seat_handle(lens, first), seat_handle(lens, second)) for lens in config.lenses]
+
+    @staticmethod
+    def data(view: RunView) -> dict[str, Any]:
+        return dict(view.kb.data) if view.kb is not None and view.kb.data is not None else {}
+
+    @staticmethod
+    def slice_of(view: RunView, lens: str) -> dict[str, Any]:
+        config = view.config
+        assert isinstance(config, MarketPanelConfig)
+        return slice_for(MarketPanel.data(view), list(config.slices.get(lens, [])))
+
+    def plan(self, view: RunView) -> Plan:
+        config = view.config
+        assert isinstance(config, MarketPanelConfig)
+        if not self.data(view):
+            return Done(
+                {"protocol": self.name}, failed=True, reason="The run has no data knowledge base to debate."
+            )
+        seats = [s.handle for s in self.seats(config) if s.role == "debater"]
+        board = Board()
+
+        pending = [s for s in seats if not view.finished(key_opening(s))]
+        if pending:
+            return Steps(tuple(self._opening_step(view, s) for s in pending))
+        board.openings = {s: view.payload(key_opening(s)) for s in seats}
+        for seat in seats:
+            if board.openings[seat] is None:
+                board.notes.append(
+                    f"{seat}'s opening failed ({failure_reason(view, key_opening(seat))}): it has no arguments to score, "
+                    "no cross-examination in its pair and no closing."
+                )
+        if not any(board.openings.values()):
+            return Done(
+                self._outcome(view, board, None),
+                failed=True,
+                reason="Every opening failed: nothing to judge.",
+            )
+
+        steps = []
+        for pair in self.pairs(config):
+            if board.openings[pair.first] is None or board.openings[pair.second] is None:
+                continue
+            for order, (seat, opponent) in enumerate(
+                ((pair.first, pair.second), (pair.second, pair.first)), start=1
+            ):
+                key = key_cross(pair.lens, order)
+                if not view.finished(key):
+                    steps.append(self._cross_step(view, pair, order, seat, opponent))
+                    break  # serial within the pair: the second challenges only after the first
+                board.crosses[seat] = view.payload(key)
+                if board.crosses[seat] is None:
+                    board.notes.append(
+                        f"{seat}'s cross-examination failed ({failure_reason(view, key)}): "
+                        f"{opponent}'s arguments go unchallenged by it."
+                    )
+        if steps:
+            return Steps(tuple(steps))
+
+        live = [s for s in seats if board.openings[s] is not None]
+        pending = [s for s in live if not view.finished(key_closing(s))]
+        if pending:
+            return Steps(tuple(self._closing_step(view, s, board) for s in pending))
+        board.closings = {s: view.payload(key_closing(s)) for s in live}
+        for seat in live:
+            if board.closings[seat] is None:
+                board.notes.append(
+                    f"{seat}'s closing failed ({failure_reason(view, key_closing(seat))}): its arguments stand as opened."
+                )
+
+        if not view.finished(KEY_JUDGEMENT):
+            return Steps((self._judgement_step(view, board),))
+        judgement = view.payload(KEY_JUDGEMENT)
+        if judgement is None:
+            board.notes.append(
+                f"The judge failed ({failure_reason(view, KEY_JUDGEMENT)}): the arguments, the verified figures and the "
+                "handshake flags are shown unscored."
+            )
+            return Done(
+                self._outcome(view, board, None),
+                failed=True,
+                reason=f"The judge failed ({failure_reason(view, KEY_JUDGEMENT)}).",
+            )
+        return Done(self._outcome(view, board, judgement))
+
+    # --- steps ---------------------------------------------------------------------------------------------------
+
+    def _seat_common(self, view: RunView, seat: str) -> dict[str, Any]:
+        config = view.config
+        assert isinstance(config, MarketPanelConfig)
+        spec = view.seats[seat]
+        lens, _, stance = spec.lens.partition(" / ")
+        return {
+            "name": spec.name,
+            "seat": seat,
+            "lens": lens,
+            "lens_focus": LENS_FOCUS.get(lens, f"the {lens} data in your slice"),
+            "stance": stance,
+            "argue_for": STANCE_WORDS[stance],
+            "slice_paths": list(config.slices[lens]),
+            "kb_slice": self.slice_of(view, lens),
+        }
+
+    def _opening_step(self, view: RunView, seat: str) -> Step:
+        config = view.config
+        assert isinstance(config, MarketPanelConfig)
+        return Step(
+            key=key_opening(seat),
+            seat=seat,
+            stage="openings",
+            task="opening",
+            schema=schema.Opening,
+            sees=(),  # openings are independent: no seat reads another's
+            context={
+                **self._seat_common(view, seat),
+                "arguments_min": config.arguments_min,
+                "arguments_max": config.arguments_max,
+                "argument_ids": [arg_id(seat, n) for n in range(config.arguments_max)],
+            },
+        )
+
+    def _arguments(self, seat: str, opening: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        return [
+            {**dict(arg), "id": arg_id(seat, n)} for n, arg in enumerate((opening or {}).get("arguments", []))
+        ]
+
+    def _cross_step(self, view: RunView, pair: Pair, order: int, seat: str, opponent: str) -> Step:
+        opening = view.payload(key_opening(opponent))
+        sees: tuple[str, ...] = (key_opening(pair.first), key_opening(pair.second))
+        if order == 2:
+            sees += (key_cross(pair.lens, 1),)
+        context = {
+            **self._seat_common(view, seat),
+            "opponent": opponent,
+            "opponent_arguments": self._arguments(opponent, opening),
+            "must_challenge": half(len((opening or {}).get("arguments", []))),
+            "order": order,
+        }
+        if order == 2:
+            context["challenges_received"] = list(
+                (view.payload(key_cross(pair.lens, 1)) or {}).get("challenges", [])
+            )
+        return Step(
+            key=key_cross(pair.lens, order),
+            seat=seat,
+            stage="cross",
+            task="cross",
+            schema=schema.CrossExamination,
+            sees=sees,  # only this lens's openings (and the first challenge): no other pair's turns
+            context=context,
+        )
+
+    def _closing_step(self, view: RunView, seat: str, board: Board) -> Step:
+        config = view.config
+        assert isinstance(config, MarketPanelConfig)
+        lens = view.seats[seat].lens.partition(" / ")[0]
+        pair = next(p for p in self.pairs(config) if p.lens == lens)
+        opponent = pair.second if seat == pair.first else pair.first
+        received = (board.crosses.get(opponent) or {}).get("challenges", [])
+        return Step(
+            key=key_closing(seat),
+            seat=seat,
+            stage="closings",
+            task="closing",
+            schema=schema.Closing,
+            sees=(key_opening(pair.first), key_opening(pair.second), f"r2/cross/{lens_prefix(lens)}/"),
+            context={
+                **self._seat_common(view, seat),
+                "opponent": opponent,
+                "own_arguments": self._arguments(seat, board.openings[seat]),
+                "challenges_received": list(received),
+                "opponent_arguments": self._arguments(opponent, board.openings.get(opponent)),
+            },
+        )
+
+    def _judgement_step(self, view: RunView, board: Board) -> Step:
+        config = view.config
+        assert isinstance(config, MarketPanelConfig)
+        traced = self._trace(view, board, None)
+        return Step(
+            key=KEY_JUDGEMENT,
+            seat="judge",
+            stage="judgement",
+            task="judgement",
+            schema=schema.Judgement,
+            context={
+                "name": view.seats["judge"].name,
+                "lens": "neutral judge of debate quality",
+                "weights": dict(config.weights),
+                "kb": self.data(view),  # the whole KB: the judge cross-checks every citation
+                "arguments": [
+                    {
+                        "id": row["id"],
+                        "seat": row["seat"],
+                        "claim": row["claim"],
+                        "confidence": row["confidence"],
+                        "citations": row["citations"],
+                        "challenges": [
+                            {"by": c["by"], "type": c["challenge_type"]} for c in row["challenges"]
+                        ],
+                        "closing": row["closing"],
+                    }
+                    for row in traced["rows"]
+                ],
+                "mismatches": traced["mismatches"],
+                "unknown_paths": traced["unknown_paths"],
+                "handshakes": traced["handshakes"],
+                "notes": list(board.notes),
+            },
+        )
+
+    # --- validation beyond the schema ------------------------------------------------------------------------------
+
+    def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
+        if isinstance(payload, schema.Opening):
+            return self._validate_opening(step, payload)
+        if isinstance(payload, schema.CrossExamination):
+            return self._validate_cross(step, payload)
+        if isinstance(payload, schema.Closing):
+            return self._validate_closing(step, payload)
+        if isinstance(payload, schema.Judgement):
+            return self._validate_judgement(step, payload)
+        return []
+
+    def _validate_opening(self, step: Step, payload: schema.Opening) -> list[str]:
+        context = step.context
+        count = len(payload.arguments)
+        errors = []
+        if not context["arguments_min"] <= count <= context["arguments_max"]:
+            errors.append(
+                f"arguments: give {context['arguments_min']}–{context['arguments_max']} arguments (not {count})"
+            )
+        for number, argument in enumerate(payload.arguments):
+            wanted = arg_id(step.seat, number)
+            if argument.id and argument.id != wanted:
+                errors.append(f"arguments[{number}].id: argument {number} is {wanted}, not {argument.id}")
+        if payload.agent and payload.agent != step.seat:
+            errors.append(f"agent: you are {step.seat}, not {payload.agent}")
+        return errors
+
+    def _validate_cross(self, step: Step, payload: schema.CrossExamination) -> list[str]:
+        ids = [a["id"] for a in step.context["opponent_arguments"]]
+        targets = [c.target_id for c in payload.challenges]
+        errors = [
+            f"challenges[{n}].target_id: {step.context['opponent']} has no argument {t} (its ids: {', '.join(ids)})"
+            for n, t in enumerate(targets)
+            if t not in ids
+        ]
+        errors += [
+            f"challenges: {t} is answered twice" for t in sorted({t for t in targets if targets.count(t) > 1})
+        ]
+        return errors
+
+    def _validate_closing(self, step: Step, payload: schema.Closing) -> list[str]:
+        own = {a["id"] for a in step.context["own_arguments"]}
+        errors = [
+            f"refined_claims[{n}].argument_id: {c.argument_id} is not one of your arguments"
+            for n, c in enumerate(payload.refined_claims)
+            if c.argument_id and c.argument_id not in own
+        ]
+        errors += [f"abandoned: {a} is not one of your arguments" for a in payload.abandoned if a not in own]
+        refined = {c.argument_id for c in payload.refined_claims if c.argument_id}
+        errors += [f"abandoned: {a} is both refined and abandoned" for a in payload.abandoned if a in refined]
+        words = words_count(payload.final_stance)
+        if not 50 <= words <= 100:
+            errors.append(f"final_stance: write 50–100 words (this one has {words})")
+        return errors
+
+    def _validate_judgement(self, step: Step, payload: schema.Judgement) -> list[str]:
+        ids = [a["id"] for a in step.context["arguments"]]
+        given = [s.argument_id for s in payload.scores]
+        errors = [f"scores: score argument {i}" for i in ids if i not in given]
+        errors += [f"scores: there is no argument {i}" for i in given if i not in ids]
+        errors += [f"scores: {i} is scored twice" for i in sorted({i for i in given if given.count(i) > 1})]
+        return errors
+
+    # --- progress and outcome ------------------------------------------------------------------------------------
+
+    def expected_turns(self, view: RunView) -> int:
+        config = view.config
+        assert isinstance(config, MarketPanelConfig)
+        seats = 2 * len(config.lenses)
+        return max(len(view.turns), 3 * seats + 1)
+
+    def _trace(self, view: RunView, board: Board, judgement: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The argument rows (claims, verified citations, challenges received, closing status, scores), the
+        pairs with their handshake checks, and the figures that do not match the KB."""
+        config = view.config
+        assert isinstance(config, MarketPanelConfig)
+        data = self.data(view)
+        scores, score_mismatches = score_rows(judgement, config.weights)
+        rows: list[dict[str, Any]] = []
+        mismatches: list[dict[str, Any]] = []
+        unknown: list[dict[str, Any]] = []
+        pairs: list[dict[str, Any]] = []
+
+        def note_citations(citations: list[dict[str, Any]], seat: str, where: str) -> None:
+            for c in citations:
+                if c["status"] == MISMATCH:
+                    mismatches.append({"seat": seat, "where": where, **c})
+                elif c["status"] == UNVERIFIED:
+                    unknown.append({"seat": seat, "where": where, **c})
+
+        for pair in self.pairs(config):
+            allowed = config.slices[pair.lens]
+            sides = []
+            for seat, opponent in ((pair.first, pair.second), (pair.second, pair.first)):
+                targets = [a["id"] for a in self._arguments(opponent, board.openings.get(opponent))]
+                if seat in board.crosses or (board.openings.get(seat) and board.openings.get(opponent)):
+                    sides.append(side_check(seat, board.crosses.get(seat), targets))
+                for number, challenge in enumerate((board.crosses.get(seat) or {}).get("challenges", [])):
+                    citations = evidence_verify(challenge.get("new_evidence"), data, allowed)
+                    note_citations(citations, seat, f"challenge {number + 1} on {challenge.get('target_id')}")
+            shorts = [s for s in sides if s["short"]]
+            pairs.append(
+                {
+                    "lens": pair.lens,
+                    "first": pair.first,
+                    "second": pair.second,
+                    "sides": sides,
+                    "handshake": len(shorts) == 2,
+                    "short": [s["seat"] for s in shorts],
+                }
+            )
+            for seat in (pair.first, pair.second):
+                opponent = pair.second if seat == pair.first else pair.first
+                received = [
+                    {"by": opponent, **dict(c)}
+                    for c in (board.crosses.get(opponent) or {}).get("challenges", [])
+                ]
+                closing = board.closings.get(seat)
+                refined = {
+                    c.get("argument_id"): c
+                    for c in (closing or {}).get("refined_claims", [])
+                    if c.get("argument_id")
+                }
+                abandoned = set((closing or {}).get("abandoned", []))
+                for argument in self._arguments(seat, board.openings.get(seat)):
+                    citations = evidence_verify(argument.get("evidence"), data, allowed)
+                    note_citations(citations, seat, argument["id"])
+                    if argument["id"] in abandoned:
+                        after = {"state": "abandoned"}
+                    elif argument["id"] in refined:
+                        after = {
+                            "state": "refined",
+                            "refinement": refined[argument["id"]].get("refinement", ""),
+                            "confidence_adjusted": refined[argument["id"]].get("confidence_adjusted"),
+                        }
+                    else:
+                        after = {"state": "no closing" if closing is None else "not addressed"}
+                    mine = [c for c in received if c.get("target_id") == argument["id"]]
+                    rows.append(
+                        {
+                            "id": argument["id"],
+                            "seat": seat,
+                            "lens": pair.lens,
+                            "stance": seat.rsplit("_", 1)[1],
+                            "claim": argument.get("claim", ""),
+                            "confidence": argument.get("confidence"),
+                            "evidence": evidence_text(argument.get("evidence")),
+                            "counterpoints": list(argument.get("counterpoints", [])),
+                            "assumptions": list(argument.get("assumptions", [])),
+                            "citations": citations,
+                            "challenges": mine,
+                            "closing": after,
+                            "score": scores.get(argument["id"]),
+                        }
+                    )
+        handshakes = []
+        for p in pairs:
+            for side in p["sides"]:
+                if side["short"]:
+                    handshakes.append(
+                        {
+                            "lens": p["lens"],
+                            "seat": side["seat"],
+                            "kind": "handshake" if p["handshake"] else "short",
+                            "text": f"{side['seat']} challenged {side['challenged']} of {side['targets']} "
+                            f"opposing arguments (each side must challenge at least {side['needed']})",
+                        }
+                    )
+        return {
+            "rows": rows,
+            "pairs": pairs,
+            "handshakes": handshakes,
+            "mismatches": mismatches,
+            "unknown_paths": unknown,
+            "score_mismatches": score_mismatches,
+        }
+
+    def _outcome(self, view: RunView, board: Board, judgement: Mapping[str, Any] | None) -> dict[str, Any]:
+        config = view.config
+        assert isinstance(config, MarketPanelConfig)
+        traced = self._trace(view, board, judgement)
+        rows = traced["rows"]
+        flags = []
+        for row in rows:
+            score = row["score"]
+            if not score:
+                continue
+            bad = [c for c in row["citations"] if c["status"] == MISMATCH]
+            if score["status"] == "UPHELD" and bad:
+                flags.append(f"{row['id']} is UPHELD although it quotes a figure that does not match the KB.")
+            if score["status"] == "UPHELD" and row["closing"]["state"] == "abandoned":
+                flags.append(f"{row['id']} is UPHELD although {row['seat']} abandoned it in its closing.")
+        if judgement:
+            missing = sorted(
+                {r["id"] for r in rows} - {s["argument_id"] for s in judgement.get("scores", [])}
+            )
+            flags += [f"{i} was not scored by the judge." for i in missing]
+        means: dict[str, float | None] = {}
+        for stance in config.stances:
+            scored = [r["score"]["weighted"] for r in rows if r["stance"] == stance and r["score"]]
+            means[stance] = round(sum(scored) / len(scored), 2) if scored else None
+        lean = judgement.get("stronger_case", "") if judgement else ""
+        if lean and all(m is not None for m in means.values()):
+            leader = max(means, key=lambda s: means[s] or 0)
+            if means["bull"] != means["bear"] and lean != leader:
+                flags.append(
+                    f"The judge finds the {lean} case stronger, but the {leader} arguments have the higher mean "
+                    f"recomputed weighted score ({means[leader]} vs {means[lean]})."
+                )
+        verdicts = {v: sum(1 for r in rows if r["score"] and r["score"]["status"] == v) for v in VERDICTS}
+        closings = {
+            seat: {
+                "conviction_change": c.get("conviction_change"),
+                "concessions": list(c.get("concessions", [])),
+                "final_stance": c.get("final_stance", ""),
+            }
+            for seat, c in board.closings.items()
+            if c
+        }
+        outcome = {
+            "protocol": self.name,
+            "topic": view.topic,
+            "kb": view.kb.slug if view.kb else "",
+            "weights": dict(config.weights),
+            "lenses": list(config.lenses),
+            "slices": {k: list(v) for k, v in config.slices.items()},
+            "seats": [s.handle for s in self.seats(config) if s.role == "debater"],
+            "rows": rows,
+            "pairs": traced["pairs"],
+            "handshakes": traced["handshakes"],
+            "mismatches": traced["mismatches"],
+            "unknown_paths": traced["unknown_paths"],
+            "score_mismatches": traced["score_mismatches"],
+            "flags": flags,
+            "verdicts": verdicts,
+            "stance_means": means,
+            "closings": closings,
+            "notes": list(board.notes),
+            "judged": judgement is not None,
+            "synthesis": dict(judgement["synthesis"]) if judgement else None,
+            "evidence_issues": list((judgement or {}).get("evidence_issues", [])),
+            "judge_pick": lean,
+            "pick_options": [["bull", "Bull case"], ["bear", "Bear case"]],
+        }
+        outcome["chart"] = chart_config(outcome) if judgement else None
+        return outcome
+
+
+STANCE_COLOURS = {
+    "bull": ("#1f7a3f", "#5fa877", "#97c9a4", "#c7e3cd"),
+    "bear": ("#b3261e", "#d3655d", "#e79a94", "#f3cbc7"),
+}
+
+
+def chart_config(outcome: Mapping[str, Any]) -> dict[str, Any]:
+    """Chart.js config: each argument's recomputed weighted score (1–10), grouped by seat: one dataset per argument
+    number, bull seats in greens and bear seats in reds."""
+    seats = list(outcome["seats"])
+    by_seat: dict[str, dict[int, float]] = {s: {} for s in seats}
+    for row in outcome["rows"]:
+        if row["score"]:
+            number = int(row["id"].rsplit("_", 1)[1])
+            by_seat[row["seat"]][number] = row["score"]["weighted"]
+    most = max((len(v) for v in by_seat.values()), default=0)
+    numbers = sorted({n for v in by_seat.values() for n in v}) or list(range(most))
+    datasets = []
+    for n in numbers:
+        datasets.append(
+            {
+                "label": f"argument {n}",
+                "data": [by_seat[s].get(n) for s in seats],
+                "backgroundColor": [STANCE_COLOURS[s.rsplit("_", 1)[1]][min(n, 3)] for s in seats],
+            }
+        )
+    return {
+        "type": "bar",
+        "data": {"labels": seats, "datasets": datasets},
+        "options": {
+            "animation": False,
+            "maintainAspectRatio": False,
+            "scales": {
+                "y": {"min": 0, "max": 10, "title": {"display": True, "text": "weighted score (recomputed)"}}
+            },
+            "plugins": {
+                "legend": {"display": False},
+                "title": {"display": True, "text": "Argument scores by seat"},
+            },
+        },
+    }

@@ -1,0 +1,116 @@
+"""The simulated market panel, run end to end by the runner over the demo data KB: it plays every branch the seed
+describes (a handshake round flagged, a misquoted figure caught by the opponent and abandoned, concessions, a mix of
+UPHELD / WEAKENED / REFUTED), deterministically, and each switch of the backend options turns its branch off."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from debates import services
+from debates.engine.view import run_view_load
+from debates.models import Run
+from debates.protocols.market_panel.protocol import MATERIAL_NOTE
+from kb.demo import demo_kbs_load
+from kb.models import KnowledgeBase
+from tests.conftest import run_to_stop
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the runner commits in its own threads
+
+
+def market_kb() -> KnowledgeBase:
+    return next(kb for kb in demo_kbs_load() if kb.slug == "market-2026-q4")
+
+
+def panel(**options: Any) -> Run:
+    run = services.run_create(
+        protocol="market-panel",
+        topic="One-month outlook for the S&P 500",
+        material=MATERIAL_NOTE,
+        config=options.pop("config", {}),
+        seed=5,
+        kb=market_kb(),
+        backend_options={"cps": 0, **options},
+        enqueue=False,
+    )
+    run_to_stop(run)
+    return run
+
+
+def test_a_simulated_panel_plays_every_branch_of_the_seed() -> None:
+    run = panel()
+    assert run.status == "completed", run.status_reason
+    assert run.turns.filter(status="committed").count() == 25
+    outcome = run.outcome
+    # The last lens's pair shakes hands: both sides flagged, no other pair.
+    assert {(h["lens"], h["kind"]) for h in outcome["handshakes"]} == {("sentiment", "handshake")}
+    # The second lens's bull misquotes one figure; its opponent refutes it with the KB's value; it abandons it.
+    (mismatch,) = outcome["mismatches"]
+    assert mismatch["seat"] == "fund_bull" and mismatch["where"] == "fund_bull_arg_0"
+    row = next(r for r in outcome["rows"] if r["id"] == "fund_bull_arg_0")
+    assert [c["challenge_type"] for c in row["challenges"]] == ["refute"]
+    assert str(mismatch["kb_value"]) in row["challenges"][0]["reasoning"]
+    assert row["closing"]["state"] == "abandoned" and row["score"]["status"] == "REFUTED"
+    assert any("correction" in c for c in outcome["closings"]["fund_bull"]["concessions"])
+    # A mix of verdicts, and every judge figure agrees with the recomputed one.
+    assert all(outcome["verdicts"][v] > 0 for v in ("UPHELD", "WEAKENED", "REFUTED"))
+    assert outcome["score_mismatches"] == [] and outcome["flags"] == []
+    assert run.judge_pick in {"bull", "bear"}
+    # Both evidence variants are played: every other lens's bear writes a string.
+    openings = {t.seat.handle: t.payload for t in run.turns.filter(key__startswith="r1/")}
+    assert isinstance(openings["fund_bear"]["arguments"][0]["evidence"], str)
+    assert isinstance(openings["fund_bull"]["arguments"][0]["evidence"], list)
+
+
+def test_the_same_seed_plays_the_same_panel() -> None:
+    first, second = panel(), panel()
+    assert first.outcome["rows"] == second.outcome["rows"]
+
+
+def test_within_a_pair_the_second_challenge_starts_after_the_first_commits_and_pairs_overlap() -> None:
+    run = panel()
+    events = {e.payload.get("key"): e.seq for e in run.events.filter(kind="turn_started")}
+    committed = {e.payload.get("key"): e.seq for e in run.events.filter(kind="turn_committed")}
+    for lens in ("tech", "fund", "macro", "sent"):
+        assert events[f"r2/cross/{lens}/2"] > committed[f"r2/cross/{lens}/1"]
+    # The four pairs' first challenges were started together, before any of them committed.
+    firsts = [events[f"r2/cross/{lens}/1"] for lens in ("tech", "fund", "macro", "sent")]
+    assert max(firsts) < min(committed[f"r2/cross/{lens}/1"] for lens in ("tech", "fund", "macro", "sent"))
+
+
+def test_the_switches_turn_the_handshake_and_the_misquote_off_and_the_judge_slip_on() -> None:
+    run = panel(handshake="", misquote="", judge_slip=True)
+    outcome = run.outcome
+    assert outcome["handshakes"] == [] and outcome["mismatches"] == []
+    assert len(outcome["score_mismatches"]) == 1
+    first = outcome["rows"][0]
+    assert (
+        first["score"]["weighted_mismatch"] and first["score"]["judge_weighted"] != first["score"]["weighted"]
+    )
+
+
+def test_a_seat_prompt_in_a_real_run_holds_only_its_slice() -> None:
+    from debates.agents.prompts import prompt_render
+    from debates.protocols import registry
+    from debates.protocols.base import Steps
+
+    run = services.run_create(
+        protocol="market-panel",
+        topic="One-month outlook",
+        material=MATERIAL_NOTE,
+        config={"lenses": ["technical", "sentiment"]},
+        seed=5,
+        kb=market_kb(),
+        backend_options={"cps": 0},
+        enqueue=False,
+    )
+    view = run_view_load(run)
+    plan = registry.get("market-panel").plan(view)
+    assert isinstance(plan, Steps)
+    prompts = {s.seat: prompt_render(protocol="market-panel", step=s, view=view).text for s in plan.steps}
+    assert '"vix_level"' in prompts["sent_bull"] and '"rsi_14"' not in prompts["sent_bull"]
+    assert '"rsi_14"' in prompts["tech_bear"] and '"vix_level"' not in prompts["tech_bear"]
+    assert (
+        '"FEDFUNDS"' not in prompts["tech_bear"] + prompts["sent_bull"]
+    )  # no lens of this panel reads macro
