@@ -21,6 +21,6 @@ class DebatesConfig(AppConfig):
 def _ensure_full_text_search(sender: AppConfig, using: str, **kwargs: Any) -> None:
     from django.db import connections
 
-    from debates.search_sqlite import sqlite_fts_ensure
+    from debates.platform.search_sqlite import sqlite_fts_ensure
 
     sqlite_fts_ensure(connections[using])

@@ -8,11 +8,14 @@ from django.conf import settings
 from django.core import checks
 
 IN_PROCESS_BACKENDS = {
-    "debates.task_backends.InProcessBackend",
+    "debates.platform.task_backends.InProcessBackend",
     "django.tasks.backends.immediate.ImmediateBackend",
     "django.tasks.backends.dummy.DummyBackend",
 }
-IN_MEMORY_LAYERS = {"channels.layers.InMemoryChannelLayer", "debates.channel_layers.InMemoryChannelLayer"}
+IN_MEMORY_LAYERS = {
+    "channels.layers.InMemoryChannelLayer",
+    "debates.platform.channel_layers.InMemoryChannelLayer",
+}
 
 
 @checks.register(checks.Tags.compatibility)

@@ -115,7 +115,7 @@ class Run(UsageFields):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
-    # Lineage (debates.lineage): a re-run or a fork names the run it was made from; a fork also names the turn
+    # Lineage (debates.services.lineage): a re-run or a fork names the run it was made from; a fork also names the turn
     # it was forked at (its history up to that turn is copied, the rest generated anew). "" for a re-run.
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"

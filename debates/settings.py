@@ -86,7 +86,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "debates.middleware.RefuseNulCharacters",
+    "debates.web.middleware.RefuseNulCharacters",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -218,13 +218,13 @@ elif CHANNEL_LAYER == "redis":
 else:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "debates.channel_layers.InMemoryChannelLayer",
+            "BACKEND": "debates.platform.channel_layers.InMemoryChannelLayer",
             "CONFIG": {"capacity": CHANNEL_CAPACITY},
         }
     }
 
 TASK_BACKENDS = {
-    "inprocess": "debates.task_backends.InProcessBackend",
+    "inprocess": "debates.platform.task_backends.InProcessBackend",
     "immediate": "django.tasks.backends.immediate.ImmediateBackend",
     "dummy": "django.tasks.backends.dummy.DummyBackend",
     "database": "django_tasks_db.DatabaseBackend",
@@ -252,7 +252,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
 # The attempted username as axes records it, cut to its column (a longer one is a failed login, not a 500).
-AXES_USERNAME_CALLABLE = "debates.middleware.axes_username"
+AXES_USERNAME_CALLABLE = "debates.web.middleware.axes_username"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "run-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -263,7 +263,7 @@ USE_I18N = False
 USE_TZ = True
 
 # "fragments": rendered HTML of finished turn cards (keyed by turn identity and the page's seq, so never stale), and
-# what every websocket viewer of a run asks for at once (debates.frames); per process, bounded.
+# what every websocket viewer of a run asks for at once (debates.web.frames); per process, bounded.
 CACHES = {
     # Shared by all processes when there is a Redis (the websocket connect limits count there).
     "default": {
@@ -305,10 +305,10 @@ CSRF_COOKIE_HTTPONLY = False
 # the database, pages, logs or exports.
 DISPUTA = {
     # The largest request body taken anywhere but the KB upload form (kb.limits): refused with 413 before it is
-    # read (debates.request_limits). Above Django's 2.5 MB for form fields, so a long material still gets the
+    # read (debates.web.request_limits). Above Django's 2.5 MB for form fields, so a long material still gets the
     # form's own message.
     "MAX_REQUEST_BYTES": int(os.environ.get("DISPUTA_MAX_REQUEST_BYTES", str(3 * 1024 * 1024))),
-    # Load and abuse limits (debates.quotas); 0 turns one off.
+    # Load and abuse limits (debates.services.quotas); 0 turns one off.
     "MAX_ACTIVE_RUNS_PER_USER": int(os.environ.get("DISPUTA_MAX_ACTIVE_RUNS_PER_USER", "5")),
     "MAX_RUNS_PER_HOUR": int(os.environ.get("DISPUTA_MAX_RUNS_PER_HOUR", "30")),
     "MAX_WS_CONNECTS_PER_MINUTE": int(os.environ.get("DISPUTA_MAX_WS_CONNECTS_PER_MINUTE", "300")),

@@ -3,7 +3,10 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from debates import converters, views, views_exports, views_review
+from debates.web import converters
+from debates.web.views import exports as views_exports
+from debates.web.views import review as views_review
+from debates.web.views import runs as views
 
 # Ids in paths are `<id:...>`: digits that fit the database's id column (a longer number is a 404, not a 500).
 converters.register()

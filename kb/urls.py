@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from django.urls import path
 
-from debates import converters
+from debates.web import converters
 from kb import views
 
-converters.register()  # <id:...>: a bounded database id (debates.converters)
+converters.register()  # <id:...>: a bounded database id (debates.web.converters)
 
 urlpatterns = [
     path("", views.kb_list, name="kb-list"),

@@ -10,9 +10,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from debates.converters import parse_id
-from debates.selectors import user_can_moderate
-from debates.services import ActionRefused, run_mutation_decide
+from debates.selectors.runs import user_can_moderate
+from debates.services.runs import ActionRefused, run_mutation_decide
+from debates.web.converters import parse_id
 from kb import limits, selectors
 from kb.discipline import DisciplineViolation, mutation_decide
 from kb.formats.problems import ImportRefused, Problem

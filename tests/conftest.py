@@ -12,10 +12,10 @@ from asgiref.sync import async_to_sync
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
-from debates import services
+from debates.devtools.fake_llm import FakeLLMServer
 from debates.engine.runner import run_execute
 from debates.models import Run
-from debates.testing.fake_llm import FakeLLMServer
+from debates.services import runs as services
 
 DUMMY_TASKS = {"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}}
 IMMEDIATE_TASKS = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}

@@ -8,7 +8,7 @@ from debates.checks import check_task_backend_and_channel_layer
 
 
 @pytest.mark.parametrize(
-    "layer", ["channels.layers.InMemoryChannelLayer", "debates.channel_layers.InMemoryChannelLayer"]
+    "layer", ["channels.layers.InMemoryChannelLayer", "debates.platform.channel_layers.InMemoryChannelLayer"]
 )
 def test_an_out_of_process_backend_needs_a_shared_channel_layer(settings, layer):
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
@@ -18,7 +18,7 @@ def test_an_out_of_process_backend_needs_a_shared_channel_layer(settings, layer)
 
 
 def test_the_default_setup_passes(settings):
-    settings.TASKS = {"default": {"BACKEND": "debates.task_backends.InProcessBackend"}}
+    settings.TASKS = {"default": {"BACKEND": "debates.platform.task_backends.InProcessBackend"}}
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     assert check_task_backend_and_channel_layer() == []
 

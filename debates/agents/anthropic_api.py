@@ -30,7 +30,7 @@ from debates.agents.remote import (
     repair_messages,
     status_error,
 )
-from debates.conf import conf
+from debates.platform.conf import conf
 
 log = logging.getLogger("debates.agents")
 

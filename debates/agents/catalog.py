@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from debates.agents.pricing import price_table
-from debates.conf import conf
+from debates.platform.conf import conf
 
 OFFICIAL_OPENAI_BASE_URL = "https://api.openai.com/v1"
 

@@ -26,7 +26,7 @@ from debates.agents.remote import (
     repair_messages,
     status_error,
 )
-from debates.conf import conf
+from debates.platform.conf import conf
 
 PROVIDER = "the OpenAI-compatible server"
 KEY_VARIABLE = "OPENAI_API_KEY"

@@ -47,7 +47,7 @@ def event_messages(*, run_id: int, seqs: list[int]) -> list[dict[str, Any]]:
     its message is sent."""
     from django.contrib.auth.models import AnonymousUser
 
-    from debates.frames import event_frames, event_frames_keep, panels_frame
+    from debates.web.frames import event_frames, event_frames_keep, panels_frame
 
     events = list(RunEvent.objects.filter(run_id=run_id, seq__in=seqs).order_by("seq"))
     if not events:

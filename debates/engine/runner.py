@@ -859,7 +859,7 @@ class Runner:
     async def _stream(
         self, backend: AgentBackend, request: AgentRequest, claimed: ClaimedTurn, attempt: int
     ) -> Result:
-        from debates.frames import turn_live_frame
+        from debates.web.frames import turn_live_frame
 
         layer = get_channel_layer()
         flush_every = _conf("FLUSH_SECONDS")

@@ -3,14 +3,14 @@
 
 from django.db import migrations, models
 
-# The expressions must match debates.archive's SearchVector(...) exactly for PostgreSQL to use the indexes.
+# The expressions must match debates.selectors.archive's SearchVector(...) exactly for PostgreSQL to use the indexes.
 FULL_TEXT_CONFIG = "english"
 FULL_TEXT_INDEXES = [("run", "topic", "run_topic_fts"), ("turn", "raw_text", "turn_raw_text_fts")]
 
 
 def _full_text_indexes(apps, schema_editor, *, add: bool) -> None:
     if schema_editor.connection.vendor != "postgresql":
-        return  # SQLite has its own FTS5 indexes (debates.search_sqlite)
+        return  # SQLite has its own FTS5 indexes (debates.platform.search_sqlite)
     from django.contrib.postgres.indexes import GinIndex
     from django.contrib.postgres.search import SearchVector
 

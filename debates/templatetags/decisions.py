@@ -15,6 +15,6 @@ register = template.Library()
 @register.simple_tag
 def run_decision(run: Run) -> dict[str, Any]:
     """`{% run_decision run as decision %}`: selectors.pick_context(run)."""
-    from debates.selectors import pick_context
+    from debates.selectors.runs import pick_context
 
     return pick_context(run)

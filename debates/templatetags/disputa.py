@@ -8,7 +8,7 @@ from django.template.base import FilterExpression, Parser, Token
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from debates.rendering import render_markdown, render_markdown_inline
+from debates.platform.rendering import render_markdown, render_markdown_inline
 
 register = template.Library()
 

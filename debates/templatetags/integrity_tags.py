@@ -1,4 +1,4 @@
-"""The run page's integrity panel computes its signals from the run alone (debates.integrity.run_signals), so the
+"""The run page's integrity panel computes its signals from the run alone (debates.selectors.integrity.run_signals), so the
 run page's view and its live partials need not know about it."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ register = template.Library()
 
 @register.simple_tag
 def run_integrity(run: Run) -> dict[str, Any]:
-    """`{% run_integrity run as integrity %}`: debates.integrity.run_signals(run)."""
-    from debates.integrity import run_signals
+    """`{% run_integrity run as integrity %}`: debates.selectors.integrity.run_signals(run)."""
+    from debates.selectors.integrity import run_signals
 
     return run_signals(run)

@@ -13,11 +13,11 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from debates import services
 from debates.agents.base import backend_choices
-from debates.exports import run_export_json
+from debates.devtools.fake_llm import FakeLLMServer, Fault, RecordedRequest
+from debates.exports.run_json import run_export_json
 from debates.models import Run, RunEvent, RunStatus, TurnStatus
-from debates.testing.fake_llm import FakeLLMServer, Fault, RecordedRequest
+from debates.services import runs as services
 from tests.conftest import EXPECTED_KEYS, FAKE_KEY, LONG_MATERIAL, run_to_stop
 
 MODEL = "claude-sonnet-5-5"

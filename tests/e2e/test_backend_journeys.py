@@ -11,8 +11,8 @@ from decimal import Decimal
 import pytest
 from playwright.sync_api import Page, expect
 
+from debates.devtools.fake_llm import FakeLLMServer
 from debates.models import Run
-from debates.testing.fake_llm import FakeLLMServer
 from tests.conftest import FAKE_KEY, LONG_MATERIAL
 from tests.e2e.test_run_journeys import ANALYSTS, RUN, SEE, TOPIC, run_status
 

@@ -15,8 +15,8 @@ from django.db import connections
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from debates import services
 from debates.models import Run
+from debates.services import runs as services
 
 pytestmark = pytest.mark.e2e
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import ConsoleMessage, Locator, Page, expect
 
-from debates import selectors
 from debates.models import Run
 from debates.protocols.kb_debate.protocol import ORBIT_EDGES
+from debates.selectors import runs as selectors
 from kb.models import Argument, ProposedMutation
 
 pytestmark = pytest.mark.e2e

@@ -17,8 +17,8 @@ import pytest
 from django.db import connections
 from playwright.sync_api import ConsoleMessage, Page, expect
 
-from debates import services
 from debates.models import Run
+from debates.services import runs as services
 from kb.models import Revision
 
 pytestmark = pytest.mark.e2e

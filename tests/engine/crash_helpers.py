@@ -20,8 +20,8 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from debates import dburl
 from debates.models import Run, RunEvent, Turn
+from debates.platform import dburl
 from tests.conftest import EXPECTED_KEYS
 
 TOPIC = "Should the city charge cars entering the centre?"

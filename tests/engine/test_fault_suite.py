@@ -15,9 +15,9 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import Client
 
+from debates.devtools.fake_llm import FakeLLMServer, prompt_text
 from debates.engine.runner import run_execute
 from debates.models import Run, RunStatus, Turn, TurnStatus
-from debates.testing.fake_llm import FakeLLMServer, prompt_text
 from tests.agents.test_anthropic_api import MODEL, step_key
 from tests.conftest import EXPECTED_KEYS, FAKE_KEY, LONG_MATERIAL
 

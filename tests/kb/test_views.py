@@ -8,7 +8,7 @@ import zipfile
 
 from kb.discipline import mutation_propose
 from kb.models import KnowledgeBase
-from tests.test_rendering import executable_parts
+from tests.platform.test_rendering import executable_parts
 
 
 def _zip(files: dict[str, str]) -> io.BytesIO:

@@ -20,8 +20,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from debates import services
 from debates.models import HumanAction, Run, RunEvent
+from debates.services import runs as services
 from tests.conftest import run_to_stop
 from tests.engine.crash_helpers import Proc, assert_run_finished_exactly_once, kill_all, turn_payloads
 from tests.scaled.conftest import DATABASE_TASKS, scaled_env

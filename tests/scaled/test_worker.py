@@ -16,8 +16,8 @@ import pytest
 from django.tasks import TaskResultStatus
 from django.utils import timezone
 
-from debates import services
 from debates.models import Run, RunEvent
+from debates.services import runs as services
 from tests.engine.crash_helpers import Proc, free_port, kill_all, lease_owner_pid, wait_for
 from tests.scaled.conftest import DATABASE_TASKS, scaled_env
 

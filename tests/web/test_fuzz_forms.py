@@ -237,7 +237,7 @@ def test_hostile_values_are_field_errors_or_fit_the_columns(
 def test_numbers_past_the_columns_are_errors_on_their_field(
     field: str, value: str, message: str, world: World
 ) -> None:
-    from debates.forms import RunForm
+    from debates.web.forms import RunForm
 
     form = RunForm({**_baseline(RunForm()), field: value})
     assert not form.is_valid()
@@ -245,7 +245,7 @@ def test_numbers_past_the_columns_are_errors_on_their_field(
 
 
 def test_the_budget_form_bounds_both_numbers() -> None:
-    from debates.forms import BudgetForm
+    from debates.web.forms import BudgetForm
 
     form = BudgetForm({"budget_usd": str(10**30), "budget_tokens": str(10**30)})
     assert not form.is_valid() and set(form.errors) == {"budget_usd", "budget_tokens"}
@@ -259,7 +259,7 @@ def no_quotas(settings: Any) -> None:
 
 
 def test_the_new_run_view_answers_hostile_posts_without_a_server_error(world: World, no_quotas: None) -> None:
-    from debates.forms import RunForm
+    from debates.web.forms import RunForm
 
     client = Client(raise_request_exception=False)
     client.force_login(world.moderator)
@@ -284,7 +284,7 @@ def test_the_new_run_view_answers_hostile_posts_without_a_server_error(world: Wo
 
 
 def test_a_huge_budget_is_a_field_error_on_the_page_and_stores_nothing(world: World, no_quotas: None) -> None:
-    from debates.forms import RunForm
+    from debates.web.forms import RunForm
 
     client = Client()
     client.force_login(world.moderator)

@@ -21,7 +21,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.urls.resolvers import RegexPattern, RoutePattern
 
-from debates.forms import RunForm
+from debates.web.forms import RunForm
 from tests.web.world import World
 
 pytestmark = pytest.mark.django_db
@@ -287,12 +287,12 @@ def test_the_walk_covers_every_app() -> None:
     routes = {p.route for p in PATTERNS}
     for route in ("runs/<id:run_id>/", "kb/<slug:slug>/", "accounts/login/", "admin/"):
         assert route in routes
-    # Every id in a path is bounded (debates.converters): no `<int:...>` is left.
+    # Every id in a path is bounded (debates.web.converters): no `<int:...>` is left.
     assert not [r for r in routes if "<int:" in r]
 
 
 def test_the_websocket_route_takes_only_ids_that_fit_the_database() -> None:
-    from debates.routing import websocket_urlpatterns
+    from debates.web.routing import websocket_urlpatterns
 
     route = websocket_urlpatterns[0]
     match = route.resolve("ws/runs/42/")

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from debates.converters import MAX_ID, IdConverter, parse_id
 from debates.models import Run
+from debates.web.converters import MAX_ID, IdConverter, parse_id
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.test import Client
 
-from debates import services
 from debates.models import Run
+from debates.services import runs as services
 from kb.models import KnowledgeBase, ProposedMutation
 from tests.conftest import ANALYSTS, MATERIAL, _user, run_to_stop
 

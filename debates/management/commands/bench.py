@@ -34,10 +34,11 @@ from django.core.management.base import BaseCommand, CommandError
 from django.core.management.color import no_style
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
-from debates import demo, services
+from debates import demo
+from debates.devtools.fake_llm import FakeLLMServer
 from debates.engine.runner import run_execute
 from debates.models import Run
-from debates.testing.fake_llm import FakeLLMServer
+from debates.services import runs as services
 
 TARGET_WALL = 1.03
 TARGET_STAGE = 1.05
@@ -595,7 +596,7 @@ class Command(BaseCommand):
     def _fanout(
         self, *, debates: int, viewers: int, layers: list[str], cps: float, database: str, workers: int | None
     ) -> None:
-        from debates import bench_fanout
+        from debates.devtools import bench_fanout
 
         workers = min(workers or debates, debates)
         concurrency = -(-debates // workers)  # the debates shared out, rounded up

@@ -12,8 +12,9 @@ from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from debates import demo, services
+from debates import demo
 from debates.agents.catalog import anthropic_unavailable_reason
+from debates.services import runs as services
 
 
 def account_ensure(username: str, password: str, *, moderator: bool) -> None:

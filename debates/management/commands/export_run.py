@@ -1,7 +1,7 @@
 """`manage.py export_run ID --format json|brief|transcript --out FILE` and `manage.py export_run ID --format
 run-dir|artifacts --out DIR` (or `--out FILE.zip`: the zip the run page downloads).
 
-`debates.export_files.export_file(run, format)` builds every format as one file; the command and the run page's
+`debates.exports.files.export_file(run, format)` builds every format as one file; the command and the run page's
 downloads both use it, so they give identical files."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from debates.export_files import DIRECTORY_FORMATS, FORMATS, ExportUnavailable, export_file
-from debates.exports import RunDirUnavailable, run_dir_write, run_export_run_dir
+from debates.exports.files import DIRECTORY_FORMATS, FORMATS, ExportUnavailable, export_file
 from debates.models import Run
+from debates.protocols.kb_debate.exports import RunDirUnavailable, run_dir_write, run_export_run_dir
 
 
 class Command(BaseCommand):

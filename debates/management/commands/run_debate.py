@@ -13,11 +13,12 @@ from django.core.management.base import BaseCommand, CommandError
 from pydantic import ValidationError
 from tqdm import tqdm
 
-from debates import demo, services
-from debates.conf import conf
+from debates import demo
 from debates.engine.runner import run_execute
 from debates.engine.view import run_view_load
+from debates.platform.conf import conf
 from debates.protocols import registry
+from debates.services import runs as services
 
 DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
     "cross-examination": {"analysts": demo.DEMO_ANALYSTS, "examiner": "agent", "questions_per_analyst": 3},

@@ -21,7 +21,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections, connections
 
 from debates.engine.runner import run_execute
-from debates.services import runs_to_take_over
+from debates.services.runs import runs_to_take_over
 
 log = logging.getLogger("debates.worker")
 
@@ -40,11 +40,11 @@ def worker_warm_up() -> None:
     from django.urls import reverse
     from django.utils import formats
 
-    from debates import integrity  # noqa: F401  (the integrity panel's tag imports it on first render)
     from debates.agents.base import backend_choices, backend_get
-    from debates.frames import INTEGRITY_TEMPLATE, RUN_TEMPLATE
     from debates.models import Run
     from debates.protocols import registry
+    from debates.selectors import integrity  # noqa: F401  (the integrity panel's tag imports it on first render)
+    from debates.web.frames import INTEGRITY_TEMPLATE, RUN_TEMPLATE
 
     reverse("run-list")
     for name in {RUN_TEMPLATE, INTEGRITY_TEMPLATE, *(p.template for p in registry.all_protocols())}:

@@ -390,7 +390,7 @@ class Consultation(Protocol):
 
     @property
     def panels(self) -> tuple[Any, ...]:
-        from debates.selectors import Panel
+        from debates.selectors.runs import Panel
 
         return (
             Panel(
@@ -648,7 +648,7 @@ class Consultation(Protocol):
     @staticmethod
     def threshold(config: ConsultationConfig) -> Decimal:
         """The estimated cost this consultation starts at without consent."""
-        from debates.conf import conf
+        from debates.platform.conf import conf
 
         if config.auto_approve_under_usd is not None:
             return config.auto_approve_under_usd

@@ -10,11 +10,12 @@ import pytest
 from django.template.loader import render_to_string
 from django.test import Client
 
-from debates import services
 from debates.models import Run, turn_dom_id
 from debates.protocols import registry
-from debates.selectors import live_card
+from debates.selectors.runs import live_card
+from debates.services import runs as services
 from tests.conftest import run_to_stop
+from tests.platform.test_rendering import XSS_CORPUS, executable_parts
 from tests.protocols.adversarial.test_protocol import (
     KEY_CASE,
     KEY_CONCERNS,
@@ -28,7 +29,6 @@ from tests.protocols.adversarial.test_protocol import (
     review,
     view,
 )
-from tests.test_rendering import XSS_CORPUS, executable_parts
 
 PROTOCOL = registry.get("adversarial")
 TEMPLATE = "debates/protocols/adversarial.html"

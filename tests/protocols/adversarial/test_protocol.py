@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from debates import services
 from debates.agents.prompts import prompt_render
 from debates.models import RunStatus
 from debates.protocols import registry
 from debates.protocols.adversarial import schema
 from debates.protocols.adversarial.protocol import AdversarialConfig, quote_in, softeners_find
 from debates.protocols.base import Done, RunView, SeatView, Steps, TurnView
+from debates.services import runs as services
 from tests.conftest import run_to_stop
 
 PROTOCOL = registry.get("adversarial")

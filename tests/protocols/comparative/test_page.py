@@ -14,9 +14,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from debates import services
 from debates.briefs import BriefUnavailable, run_export_brief
 from debates.models import Run
+from debates.services import runs as services
 from tests.conftest import MATERIAL, run_to_stop
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the runner commits in its own threads

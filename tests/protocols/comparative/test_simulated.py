@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from debates import services
 from debates.agents.base import AgentRequest
 from debates.agents.simulated import simulated_payload
 from debates.engine.view import run_view_load
@@ -18,7 +17,8 @@ from debates.models import Run
 from debates.protocols import registry
 from debates.protocols.base import Done, RunView, SeatView, Steps, TurnView
 from debates.protocols.comparative import protocol as proto
-from debates.selectors import run_awaited_steps
+from debates.selectors.runs import run_awaited_steps
+from debates.services import runs as services
 from tests.conftest import run_to_stop
 
 PROTOCOL = registry.get("comparative")

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from debates import services
 from debates.protocols.consultation.exports import consultation_artifacts
+from debates.services import runs as services
 from tests.conftest import MATERIAL, run_to_stop
 
 pytestmark = pytest.mark.django_db(transaction=True)

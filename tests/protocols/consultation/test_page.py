@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from debates import services
-from debates.frames import event_frame
 from debates.models import Run, RunStatus
+from debates.services import runs as services
+from debates.web.frames import event_frame
 from tests.conftest import MATERIAL, run_to_stop
 
 pytestmark = pytest.mark.django_db(transaction=True)

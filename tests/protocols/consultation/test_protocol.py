@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from debates import services
 from debates.agents.prompts import prompt_render
 from debates.models import RunStatus
 from debates.protocols import registry
@@ -34,6 +33,7 @@ from debates.protocols.consultation.protocol import (
     transition,
     transitions_to,
 )
+from debates.services import runs as services
 from tests.conftest import MATERIAL, run_to_stop
 
 PROTOCOL = registry.get("consultation")

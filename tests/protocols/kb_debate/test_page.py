@@ -14,14 +14,16 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from pydantic import BaseModel
 
-from debates import frames, selectors, services
 from debates.engine.events import event_append
 from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Turn
 from debates.protocols import registry
 from debates.protocols.base import Step
 from debates.protocols.kb_debate import schema
+from debates.selectors import runs as selectors
+from debates.services import runs as services
+from debates.web import frames
 from kb.models import Argument, ProposedMutation
-from tests.test_rendering import XSS_CORPUS, executable_parts
+from tests.platform.test_rendering import XSS_CORPUS, executable_parts
 
 CON, PRO = "con-pricing", "pro-pricing"
 # Inert form elements of the moderator console the page checker does not list (they execute nothing).
@@ -313,10 +315,10 @@ def test_a_streamed_turn_renders_its_partial_json(debated):
 
 
 def test_the_run_directory_link_serves_the_export_zip(moderator_client, debated, monkeypatch):
-    import debates.exports
+    import debates.exports.files
 
     monkeypatch.setattr(
-        debates.exports, "run_export_zip", lambda run: b"PK-zip-of-" + str(run.pk).encode(), raising=False
+        debates.exports.files, "run_export_zip", lambda run: b"PK-zip-of-" + str(run.pk).encode()
     )
     assert f'href="/runs/{debated.pk}/run-dir.zip"' in page(moderator_client, debated)
     response = moderator_client.get(f"/runs/{debated.pk}/run-dir.zip")

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from debates import services
 from debates.models import Run, Turn
 from debates.protocols import registry
 from debates.protocols.base import (
@@ -29,6 +28,7 @@ from debates.protocols.kb_debate.protocol import (
     non_engagement,
     verdict_errors,
 )
+from debates.services import runs as services
 from kb.demo import demo_kbs_load
 from kb.formats import seed002
 from kb.models import Argument, KnowledgeBase, ProposedMutation, Revision

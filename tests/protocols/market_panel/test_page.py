@@ -15,9 +15,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from debates import services
 from debates.models import Run
 from debates.protocols.market_panel.protocol import MATERIAL_NOTE
+from debates.services import runs as services
 from kb.demo import demo_kbs_load
 from kb.models import KnowledgeBase
 from kb.services import kb_import_json

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from debates import services
 from debates.engine.view import run_view_load
 from debates.models import Run
 from debates.protocols.market_panel.protocol import MATERIAL_NOTE
+from debates.services import runs as services
 from kb.demo import demo_kbs_load
 from kb.models import KnowledgeBase
 from tests.conftest import run_to_stop

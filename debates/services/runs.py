@@ -1,0 +1,612 @@
+"""Writes: every change of a run goes through these `<entity>_<action>` functions. Each commits its rows and
+the matching RunEvent in one transaction, publishes after commit, and wakes the runner when there is work."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import IntegrityError, transaction
+from django.db.models import F, OuterRef, Q, Subquery
+from django.utils import timezone
+from pydantic import BaseModel, ValidationError
+
+from debates.agents.base import default_model
+from debates.engine.events import event_append, event_publish
+from debates.engine.runner import run_states_record
+from debates.engine.view import run_view_load
+from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Seat, Turn, TurnStatus
+from debates.platform.conf import conf
+from debates.protocols import registry
+from debates.protocols.base import Done
+from debates.selectors.runs import run_awaited_steps
+
+log = logging.getLogger("debates.services.runs")
+
+User = AbstractBaseUser | AnonymousUser
+
+
+class ActionRefused(Exception):
+    """A human action that cannot be applied now; the message says why and what to do."""
+
+
+class SubmissionInvalid(Exception):
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+def run_wake(*, run_id: int) -> None:
+    """Enqueue the runner. Harmless when one is already running: the lease lets only one proceed."""
+    from debates.tasks import run_debate_task
+
+    run_debate_task.enqueue(run_id)
+
+
+def _publish_all(run_id: int, seqs: list[int]) -> None:
+    for seq in seqs:
+        event_publish(run_id=run_id, seq=seq)
+
+
+def run_create(
+    *,
+    protocol: str,
+    topic: str,
+    config: Mapping[str, Any],
+    material: str = "",
+    backend: str = "simulated",
+    model: str = "",
+    seed: int = 0,
+    backend_options: Mapping[str, Any] | None = None,
+    budget_usd: Decimal | None = None,
+    budget_tokens: int | None = None,
+    consented: bool = False,
+    seat_models: Mapping[str, str] | None = None,
+    kb: Any = None,
+    user: Any = None,
+    start: bool = True,
+    enqueue: bool = True,
+) -> Run:
+    """Validate the config against the protocol, create the run and its seats, and queue it (or, when its
+    estimated cost is above the consent threshold, wait for a moderator to approve it).
+    `seat_models`: a model per seat handle, overriding the run's model for that seat."""
+    proto = registry.get(protocol)
+    parsed: BaseModel = proto.config_model.model_validate(proto.prepare(dict(config), kb))
+    unknown = set(seat_models or {}) - {spec.handle for spec in proto.seats(parsed)}
+    if unknown:
+        raise ValueError(f"seat_models: no seat {', '.join(sorted(unknown))} in this debate")
+    _models_check(backend, [model or default_model(backend), *(seat_models or {}).values()], budget_usd)
+    if not topic.strip():
+        raise ValueError("topic: a debate needs a question or topic")
+    if kb is not None and not kb.is_stable:
+        raise ValueError(
+            f"kb: '{kb.title}' does not state a stable graph; confirm its stable state on the KB page first"
+        )
+    with transaction.atomic():
+        if kb is not None and not material.strip():
+            material = proto.kb_material(kb)
+        run = Run.objects.create(
+            protocol=protocol,
+            topic=topic.strip(),
+            material=material,
+            kb=kb,
+            config=parsed.model_dump(mode="json"),
+            backend=backend,
+            model=model or default_model(backend),
+            seed=seed,
+            backend_options=dict(backend_options or {}),
+            budget_usd=budget_usd,
+            status=RunStatus.QUEUED if start else RunStatus.DRAFT,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
+        Seat.objects.bulk_create(
+            Seat(
+                run=run,
+                handle=spec.handle,
+                name=spec.name,
+                role=spec.role,
+                lens=spec.lens,
+                human=spec.human,
+                backend="human" if spec.human else backend,
+                model="" if spec.human else (seat_models or {}).get(spec.handle) or run.model,
+                position=index,
+            )
+            for index, spec in enumerate(proto.seats(parsed))
+        )
+        if kb is not None:
+            from kb.discipline import kb_snapshot_take
+
+            kb_snapshot_take(kb=kb, run=run)
+        seqs = [event_append(run_id=run.pk, kind="run_created", payload={"protocol": protocol})]
+        seqs += _consent_gate(run, budget_tokens=budget_tokens, consented=consented, start=start)
+        seqs += run_states_record(run, None)
+    _publish_all(run.pk, seqs)
+    if start and enqueue and run.status == RunStatus.QUEUED:
+        run_wake(run_id=run.pk)
+    return run
+
+
+def _models_check(backend: str, models: list[str], budget_usd: Decimal | None) -> None:
+    """Refuse a model the backend does not offer (it would fail every call of its seat), and a dollar budget
+    that cannot be enforced because a model has no price."""
+    from debates.agents.base import backend_choices
+    from debates.agents.pricing import price_get
+
+    if backend == "simulated":
+        return
+    choice = next((b for b in backend_choices() if b["name"] == backend), None)
+    if choice is None:
+        raise ValueError(f"backend: {backend!r} is not available (simulated, anthropic or openai)")
+    offered = [model for model, _ in choice["models"]]
+    for model in models:
+        if model not in offered:
+            raise ValueError(
+                f"model: {choice['label']} does not offer {model!r} (offered: {', '.join(offered)})"
+            )
+    unpriced = sorted({model for model in models if price_get(model) is None})
+    if budget_usd is not None and unpriced:
+        raise ValueError(
+            f"budget_usd: {', '.join(unpriced)} has no price in DISPUTA_PRICES, so a dollar budget cannot be "
+            "enforced; add its price or set a token budget instead"
+        )
+
+
+def _consent_gate(run: Run, *, budget_tokens: int | None, consented: bool, start: bool) -> list[int]:
+    """Estimate a paid run's cost; above the threshold it waits for a moderator's consent (seed 001's gate)."""
+    from debates.services.estimates import run_estimate
+
+    fields = ["budget_tokens", "estimate", "estimate_usd", "consent"]
+    run.budget_tokens = budget_tokens
+    estimate = run_estimate(run)
+    if estimate is None:
+        run.save(update_fields=fields)
+        return []
+    run.estimate = estimate
+    run.estimate_usd = Decimal(estimate["cost_usd"])
+    protocol = registry.get(run.protocol)
+    own = protocol.consent_threshold(protocol.config_model.model_validate(run.config))
+    threshold = own if own is not None else Decimal(str(conf("CONSENT_THRESHOLD_USD")))
+    seqs = []
+    if consented:
+        run.consent = "approved"
+    elif run.estimate_usd <= threshold:
+        run.consent = "auto"
+    else:
+        run.consent = "required"
+        if start:
+            run.status = RunStatus.AWAITING_HUMAN
+            run.awaiting = ["consent"]
+            run.status_reason = (
+                f"Estimated cost ${run.estimate_usd:.2f} is above the ${threshold:.2f} approved automatically: "
+                "a moderator must approve it before any model is called."
+            )
+            fields += ["status", "awaiting", "status_reason"]
+            seqs.append(
+                event_append(
+                    run_id=run.pk,
+                    kind="run_status",
+                    payload={"status": run.status, "reason": run.status_reason},
+                )
+            )
+    run.save(update_fields=fields)
+    seqs.insert(
+        0,
+        event_append(
+            run_id=run.pk,
+            kind="cost_estimated",
+            payload={"estimate": estimate, "threshold": str(threshold), "consent": run.consent},
+        ),
+    )
+    return seqs
+
+
+def run_consent(*, run_id: int, approve: bool, user: Any, client_uuid: uuid.UUID | None = None) -> bool:
+    """The moderator's answer to the cost gate: start the run, or cancel it without calling any model."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if client_uuid is not None and HumanAction.objects.filter(client_uuid=client_uuid).exists():
+            return False  # answered already: a double submit is a no-op
+        if run.is_terminal:
+            raise ActionRefused(f"The run is {run.status}; it can no longer be started.")
+        if run.consent != "required" or run.status != RunStatus.AWAITING_HUMAN:
+            raise ActionRefused("This run does not wait for consent to its cost.")
+        if not _action_once(
+            run,
+            kind=HumanActionKind.CONSENT,
+            user=user,
+            client_uuid=client_uuid,
+            payload={"approve": approve},
+        ):
+            return False
+        label = getattr(user, "get_username", lambda: "someone")()
+        if approve:
+            run.consent = "approved"
+            run.status = RunStatus.QUEUED
+            run.status_reason = f"Estimated cost ${run.estimate_usd:.2f} approved by {label}."
+        else:
+            run.consent = "declined"
+            run.status = RunStatus.CANCELLED
+            run.status_reason = (
+                f"Estimated cost ${run.estimate_usd:.2f} declined by {label}; no model was called."
+            )
+            run.finished_at = timezone.now()
+        run.awaiting = []
+        run.save(update_fields=["consent", "status", "status_reason", "awaiting", "finished_at"])
+        seqs = [
+            event_append(run_id=run.pk, kind="consent", payload={"approve": approve, "user": label}),
+            event_append(
+                run_id=run.pk, kind="run_status", payload={"status": run.status, "reason": run.status_reason}
+            ),
+            *run_states_record(run, None),
+        ]
+    _publish_all(run_id, seqs)
+    if approve:
+        run_wake(run_id=run_id)
+    return True
+
+
+PICK_REASON_MIN = 10
+
+
+def run_pick_record(
+    *, run_id: int, pick: str, reason: str, user: Any, client_uuid: uuid.UUID | None = None
+) -> bool:
+    """The human's decision after a judge's verdict: agree with the judge's pick, override it (with a reason), or
+    adjudicate when the judge failed (with a reason). Any protocol whose outcome has `pick_options` takes one.
+    A pick can be revised: the latest stands on the run, every pick stays as a HumanAction. A double submit (same
+    client uuid) is a no-op returning False."""
+    pick = (pick or "").strip()
+    reason = (reason or "").strip()
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if client_uuid is not None and HumanAction.objects.filter(client_uuid=client_uuid).exists():
+            return False  # recorded already: a double submit is a no-op
+        if run.status in {RunStatus.FAILED, RunStatus.CANCELLED}:
+            raise ActionRefused(f"The run is {run.status}; it has no verdict to pick from.")
+        if run.status != RunStatus.COMPLETED:
+            raise ActionRefused(
+                f"The run is {run.status}; you can record your decision once it has completed."
+            )
+        options = run.pick_options
+        if not options:
+            raise ActionRefused("This debate's outcome has nothing to pick from.")
+        if pick not in dict(options):
+            listed = ", ".join(f"{value} ({label})" for value, label in options)
+            raise ActionRefused(f"Pick one of the options: {listed}.")
+        judge_pick = run.judge_pick
+        if judge_pick and pick != judge_pick and len(reason) < PICK_REASON_MIN:
+            raise ActionRefused(
+                f"Say why you override the judge (who picked {run.pick_label(judge_pick)}): "
+                f"a reason of at least {PICK_REASON_MIN} characters."
+            )
+        if not judge_pick and len(reason) < PICK_REASON_MIN:
+            raise ActionRefused(
+                "The judge gave no verdict, so you adjudicate from the raw outputs: say why you pick "
+                f"{run.pick_label(pick)} (at least {PICK_REASON_MIN} characters)."
+            )
+        agrees = (pick == judge_pick) if judge_pick else None
+        if not _action_once(
+            run,
+            kind=HumanActionKind.PICK,
+            user=user,
+            client_uuid=client_uuid,
+            payload={"pick": pick, "reason": reason, "agrees": agrees},
+        ):
+            return False
+        run.human_pick = pick
+        run.pick_reason = reason
+        run.picked_by = user if getattr(user, "is_authenticated", False) else None
+        run.picked_at = timezone.now()
+        run.save(update_fields=["human_pick", "pick_reason", "picked_by", "picked_at"])
+        label = getattr(user, "get_username", lambda: "someone")()
+        seq = event_append(
+            run_id=run.pk,
+            kind="pick_recorded",
+            payload={"pick": pick, "judge_pick": judge_pick, "agrees": agrees, "user": label},
+        )
+    event_publish(run_id=run_id, seq=seq)
+    return True
+
+
+def run_budget_set(
+    *,
+    run_id: int,
+    budget_usd: Decimal | None,
+    budget_tokens: int | None,
+    user: Any,
+    client_uuid: uuid.UUID | None = None,
+) -> bool:
+    """Change the run's budget; a run stopped by its budget goes on (it stops again if the new one is too low)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.is_terminal:
+            raise ActionRefused(f"The run is {run.status}; its budget no longer matters.")
+        payload = {
+            "budget_usd": None if budget_usd is None else str(budget_usd),
+            "budget_tokens": budget_tokens,
+        }
+        if not _action_once(
+            run, kind=HumanActionKind.BUDGET, user=user, client_uuid=client_uuid, payload=payload
+        ):
+            return False
+        wake = run.budget_stopped
+        run.budget_usd = budget_usd
+        run.budget_tokens = budget_tokens
+        fields = ["budget_usd", "budget_tokens"]
+        if run.budget_stopped:
+            run.budget_stopped = False
+            run.pause_requested = False
+            run.step_credits = 0
+            fields += ["budget_stopped", "pause_requested", "step_credits"]
+        run.save(update_fields=fields)
+        label = getattr(user, "get_username", lambda: "someone")()
+        seq = event_append(run_id=run.pk, kind="budget_set", payload={**payload, "user": label})
+    event_publish(run_id=run_id, seq=seq)
+    if wake:
+        run_wake(run_id=run_id)
+    return True
+
+
+def _action_once(run: Run, *, kind: str, user: Any, client_uuid: uuid.UUID | None, **fields: Any) -> bool:
+    """Record the human action; False if this client uuid was already applied (a double submit)."""
+    client_uuid = client_uuid or uuid.uuid4()
+    if HumanAction.objects.filter(client_uuid=client_uuid).exists():
+        return False
+    HumanAction.objects.create(
+        run=run,
+        client_uuid=client_uuid,
+        kind=kind,
+        user=user if getattr(user, "is_authenticated", False) else None,
+        **fields,
+    )
+    return True
+
+
+def _runner_alive(run: Run, now: datetime) -> bool:
+    return bool(run.lease_owner) and run.lease_expires_at is not None and run.lease_expires_at > now
+
+
+@dataclass
+class ControlResult:
+    applied: bool
+    wake: bool = False
+
+
+def run_control(
+    *, run_id: int, action: str, user: Any, client_uuid: uuid.UUID | None = None
+) -> ControlResult:
+    """Pause, resume, step one turn, or cancel. Committed before the caller answers; then the runner wakes."""
+    if action not in {"pause", "resume", "step", "cancel"}:
+        raise ActionRefused(f"Unknown action {action!r}.")
+    now = timezone.now()
+    seqs: list[int] = []
+    wake = False
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.is_terminal:
+            raise ActionRefused(f"The run is {run.status}; nothing can be changed any more.")
+        if action == "step" and not run.pause_requested:
+            raise ActionRefused("Step works on a paused run: pause it first.")
+        if not _action_once(run, kind=action, user=user, client_uuid=client_uuid):
+            return ControlResult(applied=False)
+        if action == "pause":
+            run.pause_requested = True
+            run.save(update_fields=["pause_requested"])
+        elif action == "resume":
+            run.pause_requested = False
+            run.step_credits = 0
+            run.save(update_fields=["pause_requested", "step_credits"])
+            wake = run.status in {RunStatus.PAUSED, RunStatus.QUEUED}
+        elif action == "step":
+            run.step_credits += 1
+            run.save(update_fields=["step_credits"])
+            wake = run.status in {RunStatus.PAUSED, RunStatus.QUEUED}
+        else:
+            run.cancel_requested = True
+            run.save(update_fields=["cancel_requested"])
+            if not (run.status == RunStatus.RUNNING and _runner_alive(run, now)):
+                # No live runner to notice: cancel here (a dead runner's streaming turns end failed).
+                Turn.objects.filter(run=run, status=TurnStatus.STREAMING).update(
+                    status=TurnStatus.FAILED, error="Cancelled by a moderator.", finished_at=now
+                )
+                run.status = RunStatus.CANCELLED
+                run.status_reason = "Cancelled by a moderator."
+                run.finished_at = now
+                run.save(update_fields=["status", "status_reason", "finished_at"])
+        label = getattr(user, "get_username", lambda: "someone")()
+        seqs.append(event_append(run_id=run.pk, kind="control", payload={"action": action, "user": label}))
+        if action == "cancel" and run.status == RunStatus.CANCELLED:
+            seqs.append(event_append(run_id=run.pk, kind="run_status", payload={"status": run.status}))
+            seqs += run_states_record(run, Done({}, failed=True, reason=run.status_reason))
+    _publish_all(run_id, seqs)
+    if wake:
+        run_wake(run_id=run_id)
+    return ControlResult(applied=True, wake=wake)
+
+
+def human_turn_submit(
+    *, run_id: int, step_key: str, data: Mapping[str, Any], user: Any, client_uuid: uuid.UUID | None = None
+) -> bool:
+    """A human seat's turn: validated like an agent's output, stored as a HumanAction, committed by the runner."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.is_terminal:
+            raise ActionRefused(f"The run is {run.status}; it takes no more turns.")
+        step = next((s for s in run_awaited_steps(run) if s.key == step_key), None)
+        if step is None:
+            if HumanAction.objects.filter(
+                run=run, kind=HumanActionKind.SUBMIT_TURN, step_key=step_key
+            ).exists():
+                return False  # already submitted: a double submit is a no-op
+            raise ActionRefused(f"The run is not waiting for {step_key!r} any more; reload the page.")
+        protocol = registry.get(run.protocol)
+        try:
+            payload_dict = protocol.human_payload(step, data)
+            payload = step.schema.model_validate(payload_dict)
+        except ValidationError as error:
+            raise SubmissionInvalid(
+                [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()]
+            ) from None
+        except ValueError as error:
+            raise SubmissionInvalid([str(error)]) from None
+        errors = protocol.validate(step, payload, run_view_load(run))
+        if errors:
+            raise SubmissionInvalid(errors)
+        try:
+            with transaction.atomic():
+                applied = _action_once(
+                    run,
+                    kind=HumanActionKind.SUBMIT_TURN,
+                    user=user,
+                    client_uuid=client_uuid,
+                    step_key=step_key,
+                    payload=payload.model_dump(mode="json"),
+                )
+        except IntegrityError:
+            return False
+        if not applied:
+            return False
+        run.status = RunStatus.QUEUED
+        run.save(update_fields=["status"])
+        seq = event_append(run_id=run.pk, kind="human_action", payload={"step_key": step_key})
+    event_publish(run_id=run_id, seq=seq)
+    run_wake(run_id=run_id)
+    return True
+
+
+def runs_resumable(*, now: datetime | None = None) -> tuple[list[int], datetime | None]:
+    """Runs that should be running but have no live runner, and when the next still-leased one expires. A paused
+    run counts once it was resumed (or given a step), and one waiting for a human once answered: the wake-up may
+    have died with a worker."""
+    now = now or timezone.now()
+    # A run waiting for a human has been answered when anything was recorded after it began to wait (its runner
+    # records a fresh run_status whenever it decides to wait again): the human's wake-up may have died too.
+    status_seq = Subquery(
+        RunEvent.objects.filter(run=OuterRef("pk"), kind="run_status").order_by("-seq").values("seq")[:1]
+    )
+    answered = (
+        Run.objects.filter(status=RunStatus.AWAITING_HUMAN)
+        .annotate(status_seq=status_seq)
+        .filter(last_seq__gt=F("status_seq"))
+        .values("pk")
+    )
+    candidates = Run.objects.filter(
+        Q(status__in=[RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED]) | Q(pk__in=answered)
+    ).filter(Q(pause_requested=False) | Q(step_credits__gt=0))
+    ready = list(
+        candidates.filter(
+            Q(lease_owner="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
+        ).values_list("pk", flat=True)
+    )
+    leased = candidates.exclude(lease_owner="").filter(lease_expires_at__gte=now)
+    next_expiry = min((r for r in leased.values_list("lease_expires_at", flat=True) if r), default=None)
+    return ready, next_expiry
+
+
+# A wake-up task is queued just after the change that calls for it commits: a run changed this recently is about to
+# be taken by the worker that takes that task.
+TAKEOVER_GRACE_SECONDS = 1.0
+
+
+def runs_to_take_over(*, now: datetime | None = None) -> list[int]:
+    """The runs an idle worker of the database task queue should take over: those runs_resumable finds, less those
+    another worker is about to drive, namely a run whose wake-up task is still queued and one changed within
+    TAKEOVER_GRACE_SECONDS (its wake-up is being queued). Taken over as well, such a run left the worker that then
+    took its task waiting for the lease as long as the debate went on: in bench fanout, four debates of ten
+    started only as others ended."""
+    from django_tasks_db.models import DBTaskResult
+
+    from debates.tasks import run_debate_task
+
+    now = now or timezone.now()
+    ready, _ = runs_resumable(now=now)
+    if not ready:
+        return []
+    queued = {
+        args_kwargs["args"][0]
+        for args_kwargs in DBTaskResult.objects.ready()
+        .filter(task_path=run_debate_task.module_path)
+        .values_list("args_kwargs", flat=True)
+    }
+    changed = set(
+        RunEvent.objects.filter(
+            run_id__in=ready, created_at__gt=now - timedelta(seconds=TAKEOVER_GRACE_SECONDS)
+        ).values_list("run_id", flat=True)
+    )
+    return [run_id for run_id in ready if run_id not in queued and run_id not in changed]
+
+
+def runs_resume_due() -> list[int]:
+    ready, _ = runs_resumable()
+    for run_id in ready:
+        run_wake(run_id=run_id)
+    return ready
+
+
+def lease_seconds_left(expiry: datetime | None) -> float:
+    if expiry is None:
+        return 0.0
+    return max(0.0, (expiry - timezone.now()) / timedelta(seconds=1))
+
+
+def run_mutation_decide(
+    run_id: int,
+    mutation_id: int,
+    approve: bool,
+    reason: str = "",
+    user: Any = None,
+    *,
+    client_uuid: uuid.UUID | None = None,
+) -> Any:
+    """A moderator approves (applied through the KB discipline, which writes its R-NNN revision) or rejects (with
+    a reason) a KB mutation this run proposed. The decision, its HumanAction and a `mutation_decided` RunEvent
+    commit together, so every open page of the run re-renders its ledger, approvals and KB ratings.
+    A double submit (same client uuid) changes nothing; a proposal decided already is refused with its state.
+    Returns the ProposedMutation as it stands."""
+    from kb.discipline import DisciplineViolation, mutation_decide
+    from kb.models import MutationStatus, ProposedMutation
+
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        mutation = ProposedMutation.objects.filter(pk=mutation_id, run=run).first()
+        if mutation is None:
+            raise ActionRefused(f"Run {run_id} proposed no KB change #{mutation_id}.")
+        if client_uuid is not None and HumanAction.objects.filter(client_uuid=client_uuid).exists():
+            return mutation  # decided already by this very submission
+        if mutation.status != MutationStatus.PENDING:
+            done = f" as {mutation.revision.r_id}" if mutation.revision else ""
+            raise ActionRefused(f"This proposal is {mutation.status}{done} already.")
+        try:
+            with transaction.atomic():
+                mutation = mutation_decide(mutation=mutation, approve=approve, user=user, reason=reason)
+        except DisciplineViolation as violation:
+            raise ActionRefused(str(violation)) from None
+        revision = mutation.revision.r_id if mutation.revision else ""
+        _action_once(
+            run,
+            kind=HumanActionKind.MUTATION_DECIDE,
+            user=user,
+            client_uuid=client_uuid,
+            payload={"mutation": mutation.pk, "approve": approve, "reason": reason.strip()},
+        )
+        label = getattr(user, "get_username", lambda: "someone")()
+        seq = event_append(
+            run_id=run.pk,
+            kind="mutation_decided",
+            payload={
+                "mutation": mutation.pk,
+                "kind": mutation.kind,
+                "status": mutation.status,
+                "revision": revision,
+                "arg_id": str(mutation.payload.get("arg_id", "")),
+                "user": label,
+            },
+        )
+    event_publish(run_id=run_id, seq=seq)
+    return mutation

@@ -1,0 +1,178 @@
+"""The run page's WebSocket: one-way, server -> browser. On connect: join the group, then send a snapshot at
+seq S; afterwards relay events in seq order, replaying any gap from the database (the layer may drop messages).
+Human actions are CSRF-protected POSTs, never WebSocket messages."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from channels.consumer import get_handler_name
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from debates.engine.events import run_group
+from debates.models import Run
+from debates.selectors import runs as selectors
+from debates.services import quotas
+from debates.web import frames
+
+# A dropped message that was the last of a burst is noticed by this poll (within two of them) rather than by the
+# next message.
+GAP_POLL_SECONDS = 2.0
+# How long an event that arrived ahead of a missing seq waits for it before the gap is replayed from the database.
+REORDER_WAIT_SECONDS = 0.3
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+
+
+class RunConsumer(AsyncWebsocketConsumer):
+    run_id: int
+    sent_seq: int = 0
+
+    async def connect(self) -> None:
+        client = self.scope.get("client") or ("unknown", 0)
+        if not await database_sync_to_async(quotas.ws_connect_allowed)(str(client[0])):
+            await self.close(code=quotas.CLOSE_TOO_MANY_CONNECTS)
+            return
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
+        # Moderators' panels hold controls and are rendered for each; other viewers' come with the event.
+        self.moderator = await database_sync_to_async(selectors.user_can_moderate)(user)
+        if not await Run.objects.filter(pk=self.run_id).aexists():
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.lock = asyncio.Lock()
+        self.pending: dict[int, dict[str, Any]] = {}  # events that arrived ahead of a missing seq
+        self.gap_wait: asyncio.Task[None] | None = None
+        self.group = run_group(self.run_id)
+        # Join before reading the snapshot: anything committed after it arrives as a message with seq > S.
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        async with self.lock:
+            html, self.sent_seq = await database_sync_to_async(frames.snapshot_frame)(self.run_id, user)
+            await self.send(text_data=html)
+        self.poller = asyncio.create_task(self._poll_for_gaps())
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        if message["type"] in {"run.event", "turn.delta"}:
+            # Channels closes stale database connections before every handler, a hop to the one thread that runs
+            # sync code: with a token delta to every viewer several times a second, live frames queued there behind
+            # other viewers' database work. These handlers reach the database only through
+            # database_sync_to_async, which closes stale connections itself.
+            await getattr(self, get_handler_name(message))(message)
+            return
+        await super().dispatch(message)
+
+    async def disconnect(self, code: int) -> None:
+        for task in (getattr(self, "poller", None), getattr(self, "gap_wait", None)):
+            if task is not None:
+                task.cancel()
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        # Read-only socket: actions go through POST (CSRF, permission checks). Ignore anything sent here.
+        return
+
+    async def run_event(self, event: dict[str, Any]) -> None:
+        async with self.lock:
+            seq = int(event["seq"])
+            if seq <= self.sent_seq:
+                return
+            self.pending[seq] = event
+            await self._send_in_order()
+            if self.pending and self.gap_wait is None:
+                # Parallel turns commit in one order and may be published in another: wait a moment for the
+                # missing seq before paying for a replay from the database (it was dropped if it does not come).
+                self.gap_wait = asyncio.create_task(self._replay_unless_filled())
+
+    async def _send_in_order(self) -> None:
+        # What is ready goes in one websocket message: each message costs the server a write per viewer.
+        html: list[str] = []
+        panels, viewer_panels = False, None
+        while self.sent_seq + 1 in self.pending:
+            event = self.pending.pop(self.sent_seq + 1)
+            html.append(event["html"])
+            self.sent_seq += 1
+            if event.get("panels"):
+                panels, viewer_panels = True, event.get("viewer_panels")
+        self.pending = {seq: e for seq, e in self.pending.items() if seq > self.sent_seq}
+        if panels:
+            if viewer_panels is None or self.moderator:
+                viewer_panels = await database_sync_to_async(frames.panels_frame)(
+                    self.run_id, self.scope["user"]
+                )
+            html.append(viewer_panels)
+        if html:
+            await self.send(text_data="".join(html))
+
+    async def _replay_unless_filled(self) -> None:
+        await asyncio.sleep(REORDER_WAIT_SECONDS)
+        async with self.lock:
+            self.gap_wait = None
+            if self.pending:
+                await self._replay()
+                await self._send_in_order()
+
+    async def turn_delta(self, event: dict[str, Any]) -> None:
+        # The streaming turns of the run, in one frame; only those this page already shows (a turn not yet shown
+        # arrives whole with its own event).
+        html = "".join(part["html"] for part in event["parts"] if int(part["first_seq"]) <= self.sent_seq)
+        if html:
+            await self.send(text_data=html)
+
+    async def _replay(self) -> None:
+        html, last = await database_sync_to_async(frames.replay_frames)(
+            self.run_id, self.sent_seq, self.scope["user"]
+        )
+        if last > self.sent_seq:
+            await self.send(text_data=html)
+            self.sent_seq = last
+
+    async def _poll_for_gaps(self) -> None:
+        # Only an event the database already held at the previous poll, and that has not arrived since, counts as
+        # lost: one still on its way through a busy layer or a busy process is not replayed (a replay for every
+        # viewer of a run at once is what would make a busy process busier still).
+        committed_before = 0
+        while True:
+            await asyncio.sleep(GAP_POLL_SECONDS)
+            if committed_before > self.sent_seq:
+                async with self.lock:
+                    if committed_before > self.sent_seq:
+                        await self._replay()
+                        await self._send_in_order()
+            committed_before = await _committed_seq(self.run_id)
+
+
+# The last seq committed per run, as read lately by any consumer of this process: a run's viewers poll together,
+# and those asking while it is being read wait for that one read.
+_committed: dict[int, tuple[float, int]] = {}
+_committed_reads: dict[int, asyncio.Task[int]] = {}
+COMMITTED_FRESH_SECONDS = 0.5
+
+
+async def _committed_seq(run_id: int) -> int:
+    read = _committed.get(run_id)
+    if read is not None and time.monotonic() - read[0] < COMMITTED_FRESH_SECONDS:
+        return read[1]
+    reading = _committed_reads.get(run_id)
+    if reading is None or reading.done() or reading.get_loop() is not asyncio.get_running_loop():
+        reading = _committed_reads[run_id] = asyncio.ensure_future(_committed_seq_read(run_id))
+    # Shielded: a viewer leaving must not cancel the read the others wait for.
+    return await asyncio.shield(reading)
+
+
+async def _committed_seq_read(run_id: int) -> int:
+    seq = await Run.objects.filter(pk=run_id).values_list("last_seq", flat=True).aget()
+    now = time.monotonic()
+    if len(_committed) > 1000:  # forget runs nobody polled for a while
+        for stale in [r for r, (at, _) in _committed.items() if now - at > 60]:
+            del _committed[stale]
+            _committed_reads.pop(stale, None)
+    _committed[run_id] = (now, seq)
+    return seq

@@ -1,0 +1,244 @@
+"""Server -> browser frames. Every frame is HTML rendered from the run page's own partials, and every top-level
+element carries an explicit hx-swap-oob, so the page and the stream share one template (htmx 2 and 4 alike).
+
+A protocol may add panels to the run page (selectors.run_panel_specs, e.g. the kb-debate's #ledger and
+#approvals): shared ones are re-rendered once per event that changes them, per-user ones (holding controls)
+with the moderator panel for each viewer."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.core.cache import cache, caches
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from debates.models import Run, RunEvent
+from debates.selectors import runs as selectors
+
+RUN_TEMPLATE = "debates/run_detail.html"
+INTEGRITY_TEMPLATE = "debates/integrity.html"
+TURN_EVENTS = {"turn_started", "turn_restarted", "turn_held", "turn_committed", "turn_failed"}
+
+
+def _partial(name: str, context: dict[str, Any]) -> str:
+    return render_to_string(f"{RUN_TEMPLATE}#{name}", context)
+
+
+def _panel(panel: dict[str, Any]) -> str:
+    return render_to_string(panel["template"], {"panel": panel, "kb": panel["kb"], "oob": True})
+
+
+def turn_live_frame(
+    *, key: str, task: str, protocol: str, text: str, names: dict[str, str] | None = None
+) -> str:
+    """The streaming body of a turn, re-rendered from the JSON parsed so far. No database access."""
+    card = selectors.live_card(key=key, task=task, protocol=protocol, text=text, names=names)
+    return _partial("turn-live", {"card": card, "oob": True})
+
+
+def status_frame(run: Run) -> str:
+    return _partial("run-status", {**selectors.run_status_context(run), "oob": True}) + _partial(
+        "cost", {**selectors.cost_context(run), "oob": True}
+    )
+
+
+def kb_marks_frame(run: Run, kb: dict[str, Any] | None, event: RunEvent | None = None) -> str:
+    """The KB ratings shown next to every cited argument (class `kbs-<arg>`) for the arguments this debate has
+    re-rated, and the state shown next to a proposal in its turn (class `mstate-<id>`) after a decision."""
+    if kb is None:
+        return ""
+    html = "".join(
+        render_to_string(
+            f"{selectors.body_template(run.protocol, 'kb-status')}",
+            {"kb": kb, "a": arg["id"], "info": arg, "mark_oob": True},
+        )
+        for arg in kb["changed"]
+    )
+    if event is not None and event.kind == selectors.MUTATION_EVENT:
+        state = next(
+            (
+                m
+                for ms in kb["mutations_by_turn"].values()
+                for m in ms
+                if m["id"] == event.payload.get("mutation")
+            ),
+            None,
+        )
+        if state is not None:
+            html += render_to_string(
+                selectors.body_template(run.protocol, "mutation-state"),
+                {"kb": kb, "state": state, "mark_oob": True},
+            )
+    return html
+
+
+def event_frame(event: RunEvent, *, with_status: bool = True) -> tuple[str, bool]:
+    """The frame for one event, from the current state of what it touched; True if per-user panels changed."""
+    return event_frames([event], with_status=with_status)[0]
+
+
+def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tuple[str, bool]]:
+    """The frames of a burst of events of one run, in the order given, rendered from one read of the run (its
+    panels, seat names, protocol context and the turns the events touched); each frame shows the current state of
+    what its event touched. The widgets that show the run's current state are rendered once for the burst: the
+    status in the last frame (or, `with_status` false, in the last that changed the panels), the outcome and the
+    integrity panel in the last that changed the panels. Every frame of a burst is kept for replays before any is
+    sent, so a viewer who misses some still ends on those widgets."""
+    run = Run.objects.get(pk=events[0].run_id)
+    specs = selectors.run_panel_specs(run)
+    panels_by_event = [
+        e.kind not in TURN_EVENTS or any(p.per_user and e.kind in p.refresh_on for p in specs) for e in events
+    ]
+    last_panels = max((i for i, panels in enumerate(panels_by_event) if panels), default=None)
+    status_at = len(events) - 1 if with_status else last_panels
+    shared_by_event = [[p for p in specs if not p.per_user and e.kind in p.refresh_on] for e in events]
+    kb_by_event = [
+        bool(shared) or e.kind == "turn_committed" for e, shared in zip(events, shared_by_event, strict=True)
+    ]
+    kb = selectors.run_protocol_context(run) if any(kb_by_event) else None
+    keys = [e.payload["key"] for e in events if e.kind in TURN_EVENTS]
+    turns = {t.key: t for t in run.turns.select_related("seat").filter(key__in=keys)} if keys else {}
+    names = selectors.seat_names(run) if keys else {}
+    frames = []
+    for index, (event, shared, needs_kb, panels) in enumerate(
+        zip(events, shared_by_event, kb_by_event, panels_by_event, strict=True)
+    ):
+        event_kb = kb if needs_kb else None
+        parts = []
+        if event.kind in TURN_EVENTS:
+            card = selectors.turn_card(turns[event.payload["key"]], run.protocol, names, event_kb)
+            if event.kind == "turn_started":
+                parts.append(
+                    '<div hx-swap-oob="beforeend:#transcript">' + _partial("turn", {"card": card}) + "</div>"
+                )
+            else:
+                parts.append(_partial("turn", {"card": card, "oob": True}))
+        if shared:
+            ids = {p.id for p in shared}
+            parts += [
+                _panel(p) for p in selectors.run_panels(run, per_user=False, kb=event_kb) if p["id"] in ids
+            ]
+            parts.append(kb_marks_frame(run, event_kb, event))
+        if index == status_at:
+            parts.append(status_frame(run))
+        if index == last_panels:
+            parts.append(_partial("outcome", {"run": run, "oob": True}))
+            parts.append(integrity_frame(run))
+        frames.append(("".join(parts), panels))
+    return frames
+
+
+def integrity_frame(run: Run) -> str:
+    """The integrity panel: its signals appear when the run completes and follow the human's pick."""
+    return render_to_string(INTEGRITY_TEMPLATE, {"run": run, "oob": True})
+
+
+def snapshot_frame(run_id: int, user: Any) -> tuple[str, int]:
+    """Everything live on the run page as of seq S; events after S follow. Turns first shown after S are left
+    out (their events append them), so nothing is missing and nothing doubled whatever the isolation level."""
+    run = Run.objects.get(pk=run_id)
+    seq = run.last_seq
+    kb = selectors.run_protocol_context(run)
+    cards = selectors.run_turn_cards(run, upto_seq=seq, kb=kb, from_cache=True)
+    html = (
+        status_frame(run)
+        + _partial("transcript", {"cards": cards, "oob": True})
+        + _partial("outcome", {"run": run, "oob": True})
+        + integrity_frame(run)
+        + "".join(_panel(p) for p in selectors.run_panels(run, per_user=False, kb=kb))
+        + panels_frame(run_id, user, run=run, kb=kb)
+    )
+    return html, seq
+
+
+def panels_frame(run_id: int, user: Any, *, run: Run | None = None, kb: dict[str, Any] | None = None) -> str:
+    """The panels rendered for one viewer: the moderator panel and the protocol's per-user panels. Without the
+    moderate permission they hold no control, so every such viewer sees the same: rendered once per state of the
+    run (every change of which is an event, so last_seq names it) for all of them."""
+    if selectors.user_can_moderate(user):
+        return _panels_frame(run or Run.objects.get(pk=run_id), user, kb)
+    if run is None:
+        run = Run.objects.only("pk", "created_at", "last_seq").get(pk=run_id)
+    key = f"viewer-panels:{run.pk}:{run.created_at.timestamp()}:{run.last_seq}"
+    html = caches["fragments"].get(key)
+    if html is None:
+        if run.get_deferred_fields():
+            run.refresh_from_db()
+        html = _panels_frame(run, user, kb)
+        caches["fragments"].set(key, html, EVENT_FRAME_SECONDS)
+    return html
+
+
+def _panels_frame(run: Run, user: Any, kb: dict[str, Any] | None) -> str:
+    return _partial("moderator", {**selectors.moderator_context(run, user, kb=kb), "oob": True}) + "".join(
+        _panel(p) for p in selectors.run_panels(run, user, per_user=True, kb=kb)
+    )
+
+
+# A published event's frame is kept this long for viewers who missed the message (replay_frames). In the default
+# cache: per process by default, shared by all processes with Redis (a worker publishes, web processes replay).
+# What every viewer of a process asks for at once (viewers' panels, the status) is kept in the process ("fragments").
+EVENT_FRAME_SECONDS = 300
+# The status as of a seq, shared by the viewers replaying up to it at about the same moment; it shows current
+# state, so it is kept only briefly.
+STATUS_FRAME_SECONDS = 5
+# How long a committed event may go unpublished (its frame not yet kept) before a replay renders it itself: under
+# load, replays rendering what was about to arrive anyway made a busy process busier (bench fanout).
+UNPUBLISHED_GRACE_SECONDS = 5
+
+
+def replay_frames(run_id: int, after_seq: int, user: Any) -> tuple[str, int]:
+    """Frames of the events after `after_seq`, for a viewer who missed a message: each event's frame as it was
+    published (kept by event_frames_keep, before its message was sent), then the status once caught up. A
+    dropped message is usually dropped for every viewer of the run, who then replay the same events: they share
+    the kept frames instead of each rendering them. An event not kept has not been published yet (its message is
+    on its way: the replay stops before it) unless it is older than UNPUBLISHED_GRACE_SECONDS (its publisher died,
+    or the frame expired), when it is rendered from the database."""
+    events = list(
+        RunEvent.objects.filter(run_id=run_id, seq__gt=after_seq)
+        .order_by("seq")
+        .values_list("pk", "seq", "created_at")
+    )
+    keys = [_event_frame_key(run_id, seq, created_at) for _, seq, created_at in events]
+    kept = cache.get_many(keys) if keys else {}
+    published_by = timezone.now() - timedelta(seconds=UNPUBLISHED_GRACE_SECONDS)
+    parts, panels, last_key, last_seq = [], False, "", after_seq
+    for (pk, seq, created_at), key in zip(events, keys, strict=True):
+        frame = kept.get(key)
+        if frame is None:
+            if created_at > published_by:
+                break
+            frame = event_frame(RunEvent.objects.get(pk=pk), with_status=False)
+        html, event_panels = frame
+        parts.append(html)
+        panels = panels or event_panels
+        last_key, last_seq = key, seq
+    if not parts:
+        return "", after_seq
+    if last_seq == events[-1][1]:  # caught up: the status (current state) agrees with the transcript
+        status_key = "status-" + last_key
+        status = caches["fragments"].get(status_key)
+        if status is None:
+            status = status_frame(Run.objects.get(pk=run_id))
+            caches["fragments"].set(status_key, status, STATUS_FRAME_SECONDS)
+        parts.append(status)
+    if panels:
+        parts.append(panels_frame(run_id, user))
+    return "".join(parts), last_seq
+
+
+def _event_frame_key(run_id: int, seq: int, created_at: Any) -> str:
+    # The event's time as well: a test database that rolls back hands out the same run ids and seqs again.
+    return f"event-frame:{run_id}:{seq}:{created_at.timestamp()}"
+
+
+def event_frames_keep(events: list[RunEvent], frames: list[tuple[str, bool]]) -> None:
+    cache.set_many(
+        {
+            _event_frame_key(e.run_id, e.seq, e.created_at): frame
+            for e, frame in zip(events, frames, strict=True)
+        },
+        EVENT_FRAME_SECONDS,
+    )

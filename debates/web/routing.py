@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from debates.web import converters
+from debates.web.consumers import RunConsumer
+
+converters.register()  # the asgi app may load this before debates/urls.py
+
+websocket_urlpatterns = [path("ws/runs/<id:run_id>/", RunConsumer.as_asgi())]  # type: ignore[arg-type]

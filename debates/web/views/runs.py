@@ -1,0 +1,328 @@
+"""Thin views: parse, call a service or selector, render the page or its partial."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseNotFound
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from pydantic import ValidationError
+
+from debates.models import Run
+from debates.platform.conf import conf
+from debates.selectors import runs as selectors
+from debates.services import quotas
+from debates.services import runs as services
+from debates.web.forms import BudgetForm, RunForm
+
+RUN_TEMPLATE = "debates/run_detail.html"
+
+
+def _uuid(value: str | None) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value) if value else None
+    except ValueError:
+        return None
+
+
+@require_GET
+@login_required
+def run_list(request: HttpRequest) -> HttpResponse:
+    """The archive: every run, filtered by GET parameters and paginated (debates.selectors.archive); htmx requests (the
+    filters, the pages, the 2 s live-status poll) get the table alone."""
+    from debates.selectors.archive import VERDICT_LABELS, archive_page
+
+    archive = archive_page(request.GET, request.GET.get("page") or 1)
+    template = (
+        "debates/run_list.html#archive-table" if getattr(request, "htmx", False) else "debates/run_list.html"
+    )
+    context = {
+        "archive": archive,
+        "verdict_labels": VERDICT_LABELS,
+        "can_moderate": selectors.user_can_moderate(request.user),
+    }
+    return render(request, template, context)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@permission_required("debates.moderate", raise_exception=True)
+def run_new(request: HttpRequest) -> HttpResponse:
+    form = RunForm(request.POST or None)
+    error = ""
+    refusal = quotas.run_start_refusal(request.user) if request.method == "POST" else None
+    if refusal:
+        error = f"The run was not started: {refusal.reason}"
+    elif request.method == "POST" and form.is_valid():
+        try:
+            run = services.run_create(**form.run_kwargs(), user=request.user)
+        except (ValidationError, ValueError, LookupError) as exc:
+            error = f"The run could not be started: {exc}"
+        else:
+            return redirect("run-detail", run_id=run.pk)
+    context = {
+        "form": form,
+        "error": error,
+        "consent_threshold": conf("CONSENT_THRESHOLD_USD"),
+        "prices_read_on": settings.DISPUTA_PRICES.get("read_on", ""),
+    }
+    response = render(
+        request, "debates/run_new.html", context, status=429 if refusal else 400 if error else 200
+    )
+    if refusal:
+        response["Retry-After"] = str(refusal.retry_after_seconds)
+    return response
+
+
+@require_GET
+@login_required
+@permission_required("debates.moderate", raise_exception=True)
+def run_new_criteria(request: HttpRequest) -> HttpResponse:
+    """The comparative criteria box for a decision type: its default criteria, unless the user has edited the
+    box (then it is kept, and the note says how to get the defaults)."""
+    from debates.protocols.comparative import protocol as comparative
+
+    decision_type = request.GET.get("decision_type", "vendor")
+    current = request.GET.get("criteria", "")
+    defaults = comparative.criteria_text(comparative.default_criteria(decision_type))
+    untouched = {
+        comparative.criteria_text(comparative.default_criteria(t)) for t in comparative.DECISION_TYPES
+    }
+    edited = current.strip() and current.replace("\r\n", "\n").strip() not in untouched
+    form = RunForm(initial={"criteria": current if edited else defaults})
+    note = f"Kept your edited criteria; empty the box to get the {decision_type} defaults." if edited else ""
+    return render(request, "debates/run_new.html#criteria-field", {"form": form, "criteria_note": note})
+
+
+@require_GET
+@login_required
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(Run, pk=run_id)
+    kb = selectors.run_protocol_context(run)
+    context = {
+        **selectors.cost_context(run),
+        **selectors.run_status_context(run),
+        "cards": selectors.run_turn_cards(run, kb=kb, from_cache=True),
+        **selectors.moderator_context(run, request.user, kb=kb),
+        "extra_panels": selectors.run_panels(run, request.user, kb=kb),
+    }
+    return render(request, RUN_TEMPLATE, context)
+
+
+def _moderator_response(
+    request: HttpRequest,
+    run: Run,
+    *,
+    message: str = "",
+    status: int = 200,
+    errors: dict[str, list[str]] | None = None,
+    pick_error: str = "",
+) -> HttpResponse:
+    run.refresh_from_db()
+    context = {
+        **selectors.moderator_context(
+            run, request.user, errors=errors, values=request.POST, pick_error=pick_error
+        ),
+        "message": message,
+    }
+    if getattr(request, "htmx", False):
+        return render(request, f"{RUN_TEMPLATE}#moderator", context, status=status)
+    return redirect("run-detail", run_id=run.pk)
+
+
+@require_POST
+@login_required
+def run_control(request: HttpRequest, run_id: int, action: str) -> HttpResponse:
+    if not selectors.user_can_moderate(request.user):
+        raise PermissionDenied("You need the moderate permission to steer a run.")
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        services.run_control(
+            run_id=run.pk,
+            action=action,
+            user=request.user,
+            client_uuid=_uuid(request.POST.get("client_uuid")),
+        )
+    except services.ActionRefused as refused:
+        return _moderator_response(request, run, message=str(refused))
+    return _moderator_response(request, run)
+
+
+@require_POST
+@login_required
+def human_turn_submit(request: HttpRequest, run_id: int) -> HttpResponse:
+    if not selectors.user_can_moderate(request.user):
+        raise PermissionDenied("You need the moderate permission to take a seat in a run.")
+    run = get_object_or_404(Run, pk=run_id)
+    step_key = request.POST.get("step_key", "")
+    try:
+        services.human_turn_submit(
+            run_id=run.pk,
+            step_key=step_key,
+            data=request.POST,
+            user=request.user,
+            client_uuid=_uuid(request.POST.get("client_uuid")),
+        )
+    except services.SubmissionInvalid as invalid:
+        return _moderator_response(request, run, errors={step_key: invalid.errors})
+    except services.ActionRefused as refused:
+        return _moderator_response(request, run, message=str(refused))
+    return _moderator_response(request, run, message="Submitted. The debate continues.")
+
+
+@require_POST
+@login_required
+def run_consent(request: HttpRequest, run_id: int) -> HttpResponse:
+    if not selectors.user_can_moderate(request.user):
+        raise PermissionDenied("You need the moderate permission to approve a run's cost.")
+    run = get_object_or_404(Run, pk=run_id)
+    approve = request.POST.get("approve") == "yes"
+    try:
+        services.run_consent(
+            run_id=run.pk,
+            approve=approve,
+            user=request.user,
+            client_uuid=_uuid(request.POST.get("client_uuid")),
+        )
+    except services.ActionRefused as refused:
+        return _moderator_response(request, run, message=str(refused))
+    message = "Approved: the run starts." if approve else "Declined: the run is cancelled."
+    return _moderator_response(request, run, message=message)
+
+
+@require_POST
+@login_required
+def run_pick(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The human's decision after the judge's verdict: agree, override (with a reason) or adjudicate."""
+    if not selectors.user_can_moderate(request.user):
+        raise PermissionDenied("You need the moderate permission to record a decision.")
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        applied = services.run_pick_record(
+            run_id=run.pk,
+            pick=request.POST.get("pick", ""),
+            reason=request.POST.get("reason", ""),
+            user=request.user,
+            client_uuid=_uuid(request.POST.get("client_uuid")),
+        )
+    except services.ActionRefused as refused:
+        # 200: htmx swaps only successful answers, and the form says what went wrong.
+        return _moderator_response(request, run, pick_error=str(refused))
+    if not applied:
+        return _moderator_response(request, run, message="This decision was recorded already.")
+    run.refresh_from_db()
+    pick = run.human_pick_label
+    if run.pick_overrides:
+        message = f"Recorded: you override the judge and pick {pick}."
+    elif run.judge_pick:
+        message = f"Recorded: you agree with the judge ({pick})."
+    else:
+        message = f"Recorded: you adjudicated for {pick}."
+    return _moderator_response(request, run, message=message)
+
+
+@require_GET
+@login_required
+def decisions(request: HttpRequest) -> HttpResponse:
+    """How often humans overrode the judge, overall and per protocol, with the decisions and their reasons."""
+    return render(request, "debates/decisions.html", selectors.override_stats())
+
+
+@require_POST
+@login_required
+def run_budget(request: HttpRequest, run_id: int) -> HttpResponse:
+    if not selectors.user_can_moderate(request.user):
+        raise PermissionDenied("You need the moderate permission to change a run's budget.")
+    run = get_object_or_404(Run, pk=run_id)
+    form = BudgetForm(request.POST)
+    if not form.is_valid():
+        return _moderator_response(
+            request, run, message="The budget was not changed: " + "; ".join(form.error_list()), status=400
+        )
+    try:
+        services.run_budget_set(
+            run_id=run.pk,
+            budget_usd=form.cleaned_data["budget_usd"],
+            budget_tokens=form.cleaned_data["budget_tokens"],
+            user=request.user,
+            client_uuid=_uuid(request.POST.get("client_uuid")),
+        )
+    except services.ActionRefused as refused:
+        return _moderator_response(request, run, message=str(refused))
+    return _moderator_response(request, run, message="Budget saved.")
+
+
+@require_GET
+@login_required
+def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The whole run as JSON: the file `export_run --format json` writes."""
+    from debates.web.views.exports import export_response
+
+    return export_response(get_object_or_404(Run, pk=run_id), "json")
+
+
+@require_POST
+@login_required
+def run_mutation_decide(request: HttpRequest, run_id: int, mutation_id: int) -> HttpResponse:
+    """Approve or reject (with a reason) a KB change the run proposed, from the run page's approvals panel."""
+    if not selectors.user_can_moderate(request.user):
+        raise PermissionDenied("You need the moderate permission to decide on KB changes.")
+    run = get_object_or_404(Run, pk=run_id)
+    decision = request.POST.get("decision", "")
+    message, error_for = "", None
+    if decision not in {"approve", "reject"}:
+        message, error_for = "Choose Approve or Reject.", mutation_id
+    else:
+        try:
+            mutation = services.run_mutation_decide(
+                run.pk,
+                mutation_id,
+                decision == "approve",
+                request.POST.get("reason", ""),
+                request.user,
+                client_uuid=_uuid(request.POST.get("client_uuid")),
+            )
+        except services.ActionRefused as refused:
+            message, error_for = str(refused), mutation_id
+        else:
+            what = {"applied": "Approved and applied", "rejected": "Rejected", "refused": "Refused by the KB"}
+            message = f"{what.get(mutation.status, mutation.status.capitalize())}: {mutation.kind}"
+            if mutation.revision:
+                message += f", logged as {mutation.revision.r_id}"
+            if mutation.status == "refused":
+                message += f" ({mutation.reason})"
+            message += "."
+    if not getattr(request, "htmx", False):
+        return redirect(f"{reverse('run-detail', args=[run.pk])}#approvals")
+    run.refresh_from_db()
+    panel = selectors.run_panels(run, request.user, per_user=True, message=message, error_for=error_for)
+    approvals = next((p for p in panel if p["id"] == "approvals"), None)
+    if approvals is None:  # a protocol that proposes no KB changes: the service refused, there is no panel
+        return HttpResponseNotFound(message, content_type="text/plain; charset=utf-8")
+    # 200 even when refused: htmx swaps only successful answers, and the panel says what went wrong.
+    return render(request, approvals["template"], {"panel": approvals, "kb": approvals["kb"]})
+
+
+@require_GET
+@login_required
+def run_export_dir(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The seed-002 run directory (transcript, claims ledger, synthesis, revisions, snapshot) as a zip: the file
+    `export_run --format run-dir --out FILE.zip` writes."""
+    from debates.web.views.exports import export_response
+
+    return export_response(get_object_or_404(Run, pk=run_id), "run-dir")
+
+
+@require_GET
+@login_required
+def run_export_brief_md(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The decision brief (comparative) or Competitive Review (adversarial): the file `export_run --format brief`
+    writes."""
+    from debates.web.views.exports import export_response
+
+    return export_response(get_object_or_404(Run, pk=run_id), "brief")

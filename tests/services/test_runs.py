@@ -1,0 +1,314 @@
+"""Services: human actions are committed before anything answers, applied once, and wake the runner."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+
+import pytest
+from django.db import transaction
+
+from debates.models import HumanAction, Run, RunEvent, Turn
+from debates.selectors.runs import run_awaited_steps
+from debates.services import runs as services
+from tests.conftest import run_to_stop
+
+
+def _questions_form(step) -> dict[str, str]:
+    form = {}
+    for analysis in step.context["analyses"]:
+        for row, claim in enumerate(analysis["claims"][:2], start=1):
+            prefix = f"{analysis['analyst']}-{row}"
+            form |= {
+                f"{prefix}-claim": claim["id"],
+                f"{prefix}-gap": "No figure given.",
+                f"{prefix}-question": "Which figure?",
+            }
+    return form
+
+
+@pytest.mark.django_db(transaction=True)
+class HumanExaminerTests:
+    def test_the_run_waits_for_the_human_then_takes_the_submitted_turns(self, make_run, moderator):
+        run = make_run(config={"examiner": "human"})
+        assert run_to_stop(run) == "waiting"
+        assert run.status == "awaiting_human" and run.awaiting == ["r2/questions/examiner"]
+        (step,) = run_awaited_steps(run)
+
+        assert services.human_turn_submit(
+            run_id=run.pk,
+            step_key=step.key,
+            data=_questions_form(step),
+            user=moderator,
+            client_uuid=uuid.uuid4(),
+        )
+        run.refresh_from_db()
+        assert run.status == "queued"
+
+        assert run_to_stop(run) == "waiting"
+        assert run.awaiting == ["r4/assessment/examiner"]
+        questions = Turn.objects.get(run=run, key="r2/questions/examiner")
+        assert (
+            questions.human and questions.status == "committed" and len(questions.payload["questions"]) == 6
+        )
+
+        (step,) = run_awaited_steps(run)
+        form = {f"{item['question_id']}-classification": "DEFENDED" for item in step.context["record"]}
+        services.human_turn_submit(run_id=run.pk, step_key=step.key, data=form, user=moderator)
+        assert run_to_stop(run) == "done"
+        assert run.status == "completed"
+        assert [row["defended"] for row in run.outcome["summary"]] == [2, 2, 2]
+
+    def test_an_invalid_submission_is_refused_with_reasons_and_records_nothing(self, make_run, moderator):
+        run = make_run(config={"examiner": "human"})
+        run_to_stop(run)
+        (step,) = run_awaited_steps(run)
+        form = _questions_form(step)
+        form = {k: v for k, v in form.items() if not k.startswith("analyst-ada-2")}
+        with pytest.raises(services.SubmissionInvalid) as refused:
+            services.human_turn_submit(run_id=run.pk, step_key=step.key, data=form, user=moderator)
+        assert refused.value.errors == ["Ada gets 1 questions; ask 2–3 per analyst"]
+        assert not HumanAction.objects.filter(run=run).exists()
+
+    def test_a_double_submit_is_applied_once(self, make_run, moderator):
+        run = make_run(config={"examiner": "human"})
+        run_to_stop(run)
+        (step,) = run_awaited_steps(run)
+        token = uuid.uuid4()
+        first = services.human_turn_submit(
+            run_id=run.pk, step_key=step.key, data=_questions_form(step), user=moderator, client_uuid=token
+        )
+        again = services.human_turn_submit(
+            run_id=run.pk, step_key=step.key, data=_questions_form(step), user=moderator, client_uuid=token
+        )
+        fresh = services.human_turn_submit(
+            run_id=run.pk, step_key=step.key, data=_questions_form(step), user=moderator
+        )
+        assert (first, again, fresh) == (True, False, False)
+        assert HumanAction.objects.filter(run=run, kind="submit_turn").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+class ControlTests:
+    def test_pause_stops_between_turns_and_step_runs_exactly_one(self, make_run, moderator):
+        run = make_run()
+        services.run_control(run_id=run.pk, action="pause", user=moderator)
+        assert run_to_stop(run) == "paused"
+        assert run.status == "paused" and run.turns.count() == 0
+
+        services.run_control(run_id=run.pk, action="step", user=moderator)
+        assert run_to_stop(run) == "paused"
+        assert list(run.turns.values_list("key", flat=True)) == ["r1/analysis/analyst-ada"]
+
+        services.run_control(run_id=run.pk, action="resume", user=moderator)
+        assert run_to_stop(run) == "done"
+        assert run.status == "completed" and run.turns.count() == 8
+
+    def test_cancel_of_a_paused_run_is_final(self, make_run, moderator):
+        run = make_run()
+        services.run_control(run_id=run.pk, action="pause", user=moderator)
+        run_to_stop(run)
+        services.run_control(run_id=run.pk, action="cancel", user=moderator)
+        run.refresh_from_db()
+        assert run.status == "cancelled"
+        with pytest.raises(services.ActionRefused, match="cancelled"):
+            services.run_control(run_id=run.pk, action="resume", user=moderator)
+        kinds = list(RunEvent.objects.filter(run=run).values_list("kind", flat=True))
+        assert kinds[-2:] == ["control", "run_status"]
+
+
+@pytest.mark.django_db(transaction=True)
+class ResumeTests:
+    def test_runs_with_a_dead_runner_are_found_once_the_lease_expires(self, make_run):
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        from debates.models import Run
+
+        alive, dead, fresh = make_run(), make_run(), make_run()
+        now = timezone.now()
+        Run.objects.filter(pk=alive.pk).update(
+            status="running", lease_owner="x", lease_expires_at=now + timedelta(seconds=30)
+        )
+        Run.objects.filter(pk=dead.pk).update(
+            status="running", lease_owner="y", lease_expires_at=now - timedelta(seconds=1)
+        )
+        ready, next_expiry = services.runs_resumable(now=now)
+        assert sorted(ready) == sorted([dead.pk, fresh.pk])
+        assert next_expiry == now + timedelta(seconds=30)
+
+    def test_a_resumed_run_still_paused_is_found_but_not_one_paused_or_stopped_by_its_budget(self, make_run):
+        """A resume wakes the runner with a task; a worker killed holding that task must not leave the run paused
+        for good. A moderator's pause and a budget stop (pause requested) stay paused."""
+        from debates.models import Run
+
+        resumed, stepped, paused = make_run(), make_run(), make_run()
+        Run.objects.filter(pk=resumed.pk).update(status="paused", pause_requested=False)
+        Run.objects.filter(pk=stepped.pk).update(status="paused", pause_requested=True, step_credits=1)
+        Run.objects.filter(pk=paused.pk).update(status="paused", pause_requested=True, budget_stopped=True)
+        ready, _ = services.runs_resumable()
+        assert resumed.pk in ready and stepped.pk in ready and paused.pk not in ready
+
+    def test_a_run_waiting_for_a_human_is_found_once_answered_but_not_while_still_waiting(self, make_run):
+        """The human's action wakes the runner with a task, which may die with a worker; the action is recorded
+        after the run began to wait, and a runner that decides to wait again records a fresh status."""
+        from debates.engine.events import event_append
+        from debates.models import Run
+
+        answered, waiting = make_run(), make_run()
+        for run in (answered, waiting):
+            with transaction.atomic():
+                Run.objects.filter(pk=run.pk).update(status="awaiting_human")
+                event_append(run_id=run.pk, kind="run_status", payload={"status": "awaiting_human"})
+        with transaction.atomic():
+            event_append(run_id=answered.pk, kind="human_action", payload={"step_key": "r1/moderator"})
+        ready, _ = services.runs_resumable()
+        assert answered.pk in ready and waiting.pk not in ready
+        with transaction.atomic():  # a runner took it over and found it must still wait
+            event_append(run_id=answered.pk, kind="run_status", payload={"status": "awaiting_human"})
+        ready, _ = services.runs_resumable()
+        assert answered.pk not in ready
+
+
+@pytest.mark.django_db(transaction=True)
+class CostGateTests:
+    """Seed 001's cost gate: a paid run above the consent threshold waits for a moderator before any call."""
+
+    def test_a_run_above_the_threshold_waits_for_consent_and_calls_nothing(
+        self, make_run, anthropic_api, settings, moderator
+    ):
+        settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0.01"}
+        run = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        assert run.consent == "required" and run.status == "awaiting_human"
+        assert run.awaiting == ["consent"]
+        assert run.estimate_usd > Decimal("0.01")
+        assert f"${run.estimate_usd:.2f}" in run.status_reason
+        assert run_to_stop(run) == "waiting"  # a runner that starts anyway (e.g. resume) calls nothing
+        assert not anthropic_api.requests and not run.turns.exists()
+
+        key = uuid.uuid4()
+        assert services.run_consent(run_id=run.pk, approve=True, user=moderator, client_uuid=key)
+        assert not services.run_consent(run_id=run.pk, approve=True, user=moderator, client_uuid=key)
+        run.refresh_from_db()
+        assert (run.consent, run.status) == ("approved", "queued")
+        assert f"approved by {moderator.username}" in run.status_reason
+        assert run_to_stop(run) == "done"
+        assert HumanAction.objects.filter(run=run, kind="consent").count() == 1
+
+    def test_declining_cancels_the_run_without_a_call(self, make_run, anthropic_api, settings, moderator):
+        settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0.01"}
+        run = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        services.run_consent(run_id=run.pk, approve=False, user=moderator)
+        run.refresh_from_db()
+        assert run.status == "cancelled" and "; no model was called" in run.status_reason
+        assert not anthropic_api.requests
+
+    def test_under_the_threshold_the_run_is_approved_automatically(self, make_run, anthropic_api):
+        run = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        assert run.consent == "auto" and run.status == "queued"
+        event = RunEvent.objects.get(run=run, kind="cost_estimated")
+        assert event.payload["consent"] == "auto" and event.payload["threshold"] == "0.50"
+        assert Decimal(event.payload["estimate"]["cost_usd"]) == run.estimate_usd < Decimal("0.50")
+
+    def test_simulated_runs_cost_nothing_and_need_no_estimate(self, make_run):
+        run = make_run()
+        assert run.consent == "" and run.estimate is None and run.status == "queued"
+
+    def test_the_estimate_grows_with_the_material_and_errs_high(self, make_run, anthropic_api):
+        from tests.conftest import LONG_MATERIAL
+
+        short = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        long = make_run(
+            backend="anthropic", model="claude-sonnet-5-5", backend_options={}, material=LONG_MATERIAL
+        )
+        assert long.estimate_usd > short.estimate_usd
+        run_to_stop(long)
+        assert long.cost_usd < long.estimate_usd  # the estimate assumes no cache hits
+
+
+@pytest.mark.django_db(transaction=True)
+class BudgetServiceTests:
+    def test_setting_a_budget_is_recorded_once(self, make_run, moderator):
+        run = make_run()
+        key = uuid.uuid4()
+        args = {"run_id": run.pk, "budget_usd": Decimal("2"), "budget_tokens": 1000, "user": moderator}
+        assert services.run_budget_set(**args, client_uuid=key)
+        assert not services.run_budget_set(**args, client_uuid=key)
+        run.refresh_from_db()
+        assert (run.budget_usd, run.budget_tokens) == (Decimal("2"), 1000)
+        assert RunEvent.objects.filter(run=run, kind="budget_set").count() == 1
+
+    def test_a_token_budget_stops_a_simulated_run_and_raising_it_resumes(self, make_run, moderator):
+        run = make_run(budget_tokens=15_000)
+        assert run_to_stop(run) == "paused"
+        assert run.budget_stopped and run.status_reason.startswith("Token budget reached:")
+        assert run.total_tokens <= 15_000
+        services.run_budget_set(run_id=run.pk, budget_usd=None, budget_tokens=None, user=moderator)
+        run.refresh_from_db()
+        assert not run.budget_stopped and not run.pause_requested
+        assert run_to_stop(run) == "done"
+
+    def test_a_finished_run_refuses_a_budget_change(self, make_run, moderator):
+        run = make_run()
+        run_to_stop(run)
+        with pytest.raises(services.ActionRefused, match="completed"):
+            services.run_budget_set(run_id=run.pk, budget_usd=Decimal(1), budget_tokens=None, user=moderator)
+
+
+@pytest.mark.django_db(transaction=True)
+class CostGuardTests:
+    def test_a_cancelled_run_cannot_be_approved_back_to_life(
+        self, make_run, anthropic_api, settings, moderator
+    ):
+        settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0.01"}
+        run = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        services.run_control(run_id=run.pk, action="cancel", user=moderator)
+        with pytest.raises(services.ActionRefused, match="cancelled; it can no longer be started"):
+            services.run_consent(run_id=run.pk, approve=True, user=moderator)
+        run.refresh_from_db()
+        assert run.status == "cancelled"
+
+    def test_declining_is_recorded_as_declined(self, make_run, anthropic_api, settings, moderator):
+        settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0.01"}
+        run = make_run(backend="anthropic", model="claude-sonnet-5-5", backend_options={})
+        services.run_consent(run_id=run.pk, approve=False, user=moderator)
+        run.refresh_from_db()
+        assert run.consent == "declined"
+
+    def test_a_model_the_backend_does_not_offer_is_refused_at_creation(self, make_run, anthropic_api):
+        with pytest.raises(ValueError, match="model: Anthropic does not offer 'claude-nope'"):
+            make_run(backend="anthropic", model="claude-nope", backend_options={})
+
+    def test_a_dollar_budget_needs_priced_models(self, make_run, openai_api):
+        with pytest.raises(ValueError, match="budget_usd: local-model has no price in DISPUTA_PRICES"):
+            make_run(backend="openai", model="local-model", backend_options={}, budget_usd=Decimal(1))
+        run = make_run(backend="openai", model="local-model", backend_options={}, budget_tokens=50_000)
+        assert run.budget_tokens == 50_000
+
+
+@pytest.mark.django_db(transaction=True)
+class BudgetStopTests:
+    """The stop is re-checked under the run's lock once the stage's other calls have ended."""
+
+    def _stop(self, run, **budget):
+        from debates.engine.runner import BudgetExceeded, run_budget_stop
+
+        Run.objects.filter(pk=run.pk).update(lease_owner="me", **budget)
+        return run_budget_stop(
+            run.pk, "me", BudgetExceeded("Budget reached: …", cost_usd=Decimal("0.5"), tokens=10)
+        )
+
+    def test_it_stops_when_the_call_still_does_not_fit(self, make_run):
+        seq, stopped = self._stop(make_run(), budget_usd=Decimal("0.1"))
+        assert stopped and seq is not None
+        run = Run.objects.get()
+        assert run.status == "paused" and run.budget_stopped and run.pause_requested
+
+    def test_a_cancel_requested_meanwhile_wins(self, make_run):
+        assert self._stop(make_run(), budget_usd=Decimal("0.1"), cancel_requested=True) == (None, False)
+        assert not Run.objects.get().budget_stopped
+
+    def test_a_budget_raised_meanwhile_lets_the_run_go_on(self, make_run):
+        assert self._stop(make_run(), budget_usd=Decimal("5")) == (None, False)
+        assert Run.objects.get().status == "queued"

@@ -1,0 +1,439 @@
+"""The run page's WebSocket, through the full ASGI stack (origin validation, session auth, routing): who may
+connect, the snapshot-then-relay contract, convergence when the channel layer drops messages, and that the socket
+is read-only (a viewer can neither act over HTTP nor through the socket)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import Counter
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.conf import settings as django_settings
+from django.test import Client
+
+from debates.asgi import application
+from debates.engine.runner import run_execute
+from debates.models import HumanAction, Run, RunEvent, Turn
+from debates.platform.channel_layers import InMemoryChannelLayer
+from debates.web.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
+from tests.conftest import EXPECTED_KEYS
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+# Fast enough for a short test, slow enough that turns stream in several flushes (turn.delta frames).
+STREAMING = {"cps": 4000}
+
+LOCAL_ORIGIN = b"http://localhost"
+LOCAL_HOST = b"localhost"  # the Host a browser on http://localhost sends
+# A turn appended to the transcript by its turn_started event.
+APPENDED = re.compile(r'hx-swap-oob="beforeend:#transcript">\s*<article [^>]*data-key="([^"]+)"')
+# A turn card (whole, by id) showing the turn committed.
+COMMITTED = re.compile(r'<article [^>]*data-status="committed" data-key="([^"]+)"')
+STATUS = re.compile(r'<section id="run-status"[^>]*data-status="([a-z_]+)" data-seq="(\d+)"')
+LIVE_BODY = re.compile(r'<div id="turn-[^"]+-live"')
+
+
+class DroppingChannelLayer(InMemoryChannelLayer):
+    """Loses every other `run.event` group message (or all, with `drop_all`), silently, as a full channel or a
+    Redis blip would. Messages announcing a committed turn are counted apart from the rest, so half the commits
+    are lost however the parallel turns interleave."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seen: Counter[bool] = Counter()
+        self.drop_all = False
+        self.dropped: list[int] = []
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        if message.get("type") == "run.event":
+            commit = bool(COMMITTED.search(message["html"]))
+            self.seen[commit] += 1
+            if self.drop_all or self.seen[commit] % 2 == 0:
+                self.dropped.append(int(message["seq"]))
+                return
+        await super().group_send(group, message)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer(settings: Any) -> None:
+    """Every test gets its own in-memory layer (the override resets channels' cached backends)."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "debates.platform.channel_layers.InMemoryChannelLayer"}}
+
+
+# --- helpers ---------------------------------------------------------------------------------------------------
+
+
+async def session_cookie(user: Any) -> bytes:
+    def login() -> str:
+        client = Client()
+        client.force_login(user)
+        return client.cookies[django_settings.SESSION_COOKIE_NAME].value
+
+    return f"{django_settings.SESSION_COOKIE_NAME}={await sync_to_async(login)()}".encode()
+
+
+def socket(
+    run_id: int, *, cookie: bytes | None = None, origin: bytes | None = LOCAL_ORIGIN
+) -> WebsocketCommunicator:
+    headers = [(b"host", LOCAL_HOST)]
+    if origin is not None:
+        headers.append((b"origin", origin))
+    if cookie is not None:
+        headers.append((b"cookie", cookie))
+    return WebsocketCommunicator(application, f"/ws/runs/{run_id}/", headers=headers)
+
+
+async def connected_socket(run_id: int, user: Any) -> tuple[WebsocketCommunicator, str]:
+    """An accepted socket for `user` and its first frame (the snapshot)."""
+    comm = socket(run_id, cookie=await session_cookie(user))
+    connected, _ = await comm.connect(timeout=10)
+    assert connected
+    return comm, await comm.receive_from(timeout=10)
+
+
+async def frames_until_status(comm: WebsocketCommunicator, status: str, *, within: float = 15) -> list[str]:
+    """Frames received until one shows the run in `status`, plus whatever follows it until the socket goes quiet
+    (a status change is followed by the per-user moderator panel). A receive timeout would kill the app, so one
+    generous deadline covers the whole wait; the consumer's gap poll runs every 2 s."""
+    frames: list[str] = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            raise AssertionError(
+                f"no frame showed status {status!r} within {within} s; got {len(frames)} frames"
+            )
+        frame = await comm.receive_from(timeout=remaining)
+        frames.append(frame)
+        if any(found == status for found, _ in STATUS.findall(frame)):
+            break
+    while not await comm.receive_nothing(timeout=0.5):
+        frames.append(await comm.receive_from())
+    return frames
+
+
+def last_status(frames: list[str]) -> tuple[str, str]:
+    return [found for frame in frames for found in STATUS.findall(frame)][-1]
+
+
+def appended_keys(frames: list[str]) -> list[str]:
+    return [key for frame in frames for key in APPENDED.findall(frame)]
+
+
+def committed_keys(frames: list[str]) -> set[str]:
+    return {key for frame in frames for key in COMMITTED.findall(frame)}
+
+
+def turn_keys_in_order(run_id: int) -> list[str]:
+    return list(Turn.objects.filter(run_id=run_id).order_by("first_seq").values_list("key", flat=True))
+
+
+def run_state(run_id: int) -> dict[str, Any]:
+    run = Run.objects.get(pk=run_id)
+    return {
+        "status": run.status,
+        "pause_requested": run.pause_requested,
+        "cancel_requested": run.cancel_requested,
+        "step_credits": run.step_credits,
+        "last_seq": run.last_seq,
+        "events": RunEvent.objects.filter(run=run).count(),
+        "actions": HumanAction.objects.filter(run=run).count(),
+        "turns": Turn.objects.filter(run=run).count(),
+    }
+
+
+# --- who may connect -------------------------------------------------------------------------------------------
+
+
+async def test_an_anonymous_socket_is_closed_with_4401(make_run):
+    run = await sync_to_async(make_run)()
+    comm = socket(run.pk)
+    assert await comm.connect(timeout=10) == (False, CLOSE_UNAUTHENTICATED)
+    await comm.disconnect()
+
+
+async def test_a_foreign_or_missing_origin_is_refused_even_with_a_valid_session(make_run, moderator):
+    run = await sync_to_async(make_run)()
+    cookie = await session_cookie(moderator)
+    # Another host; the same host on another port (another app's page); the same host over another scheme.
+    for origin in (b"http://evil.example", b"http://localhost:8001", b"https://localhost", b"null", None):
+        comm = socket(run.pk, cookie=cookie, origin=origin)
+        connected, _ = await comm.connect(timeout=10)
+        assert not connected, origin
+        await comm.disconnect()
+    # The same cookie from the page's own origin is accepted.
+    comm, _ = await connected_socket(run.pk, moderator)
+    await comm.disconnect()
+
+
+async def test_the_origin_must_match_the_pages_own_port_and_scheme_or_a_trusted_origin(
+    make_run, moderator, settings
+):
+    run = await sync_to_async(make_run)()
+    cookie = await session_cookie(moderator)
+
+    async def accepted(host: bytes, origin: bytes, scheme: str = "ws") -> bool:
+        comm = WebsocketCommunicator(
+            application,
+            f"/ws/runs/{run.pk}/",
+            headers=[(b"host", host), (b"origin", origin), (b"cookie", cookie)],
+        )
+        comm.scope["scheme"] = scheme
+        connected, _ = await comm.connect(timeout=10)
+        await comm.disconnect()
+        return connected
+
+    assert await accepted(b"localhost:8000", b"http://localhost:8000")
+    assert not await accepted(b"localhost:8000", b"http://localhost:9000")
+    assert not await accepted(b"localhost:8000", b"http://localhost")  # port 80 is another origin
+    assert await accepted(b"localhost", b"https://localhost:443", scheme="wss")
+    assert not await accepted(b"localhost", b"http://localhost", scheme="wss")
+    settings.CSRF_TRUSTED_ORIGINS = ["https://localhost:8443"]
+    assert await accepted(b"localhost:8000", b"https://localhost:8443")
+
+
+async def test_a_socket_for_an_unknown_run_is_closed_with_4404(moderator):
+    comm = socket(999_999, cookie=await session_cookie(moderator))
+    assert await comm.connect(timeout=10) == (False, CLOSE_NOT_FOUND)
+    await comm.disconnect()
+
+
+# --- snapshot, then events in order ------------------------------------------------------------------------------
+
+
+async def test_the_snapshot_comes_first_then_every_event_after_it_in_order(make_run, moderator):
+    run = await sync_to_async(make_run)(backend_options=STREAMING)
+    await run.arefresh_from_db()
+    comm, snapshot = await connected_socket(run.pk, moderator)
+    try:
+        assert 'id="transcript"' in snapshot and 'id="run-status"' in snapshot and "hx-swap-oob" in snapshot
+        assert STATUS.findall(snapshot) == [("queued", str(run.last_seq))]  # snapshot at S = last_seq
+        assert "<article" not in snapshot  # no turn yet
+
+        assert await run_execute(run.pk) == "done"
+        frames = await frames_until_status(comm, "completed")
+    finally:
+        await comm.disconnect()
+
+    run = await Run.objects.aget(pk=run.pk)
+    assert run.status == "completed"
+    db_order = await sync_to_async(turn_keys_in_order)(run.pk)
+    assert set(db_order) == EXPECTED_KEYS
+    # Each turn is appended to the transcript exactly once, in the run's seq order.
+    assert appended_keys(frames) == db_order
+    # Each committed turn's card reaches the page, after the frame that appended it.
+    assert committed_keys(frames) == EXPECTED_KEYS
+    for key in EXPECTED_KEYS:
+        appended_at = next(i for i, f in enumerate(frames) if key in APPENDED.findall(f))
+        committed_at = min(i for i, f in enumerate(frames) if key in COMMITTED.findall(f))
+        assert appended_at <= committed_at, key
+    # Token batches of shown turns were relayed too, and the last frame is the final state.
+    assert any(LIVE_BODY.search(f) for f in frames)
+    assert last_status(frames) == ("completed", str(run.last_seq))
+    # An event and the panels it changed arrive in one frame (a socket write per viewer, not two).
+    completed = next(f for f in frames if ("completed", str(run.last_seq)) in STATUS.findall(f))
+    assert 'id="moderator"' in completed
+    # The last moderator panel is the terminal one: every control disabled.
+    panel = [f for f in frames if 'id="moderator"' in f][-1]
+    assert panel.count("disabled") == 4
+
+
+async def test_a_client_that_connects_mid_run_gets_the_turns_so_far_in_its_snapshot(make_run, moderator):
+    run = await sync_to_async(make_run)(backend_options=STREAMING)
+    runner = asyncio.create_task(run_execute(run.pk))
+    try:
+        while not await Turn.objects.filter(run=run, status="committed").aexists():  # noqa: ASYNC110 (polls the DB)
+            await asyncio.sleep(0.02)
+        comm, snapshot = await connected_socket(run.pk, moderator)
+        try:
+            assert await runner == "done"
+            frames = await frames_until_status(comm, "completed")
+        finally:
+            await comm.disconnect()
+    finally:
+        await runner
+    ((_, snapshot_seq),) = STATUS.findall(snapshot)
+    in_snapshot = re.findall(r'<article [^>]*data-key="([^"]+)"', snapshot)
+    assert in_snapshot  # some turns were already on the page
+    db_order = await sync_to_async(turn_keys_in_order)(run.pk)
+    # Snapshot turns plus appended turns: every turn once, in order; nothing missing, nothing doubled.
+    assert in_snapshot + appended_keys(frames) == db_order
+    assert committed_keys([snapshot, *frames]) == EXPECTED_KEYS
+    assert int(snapshot_seq) < (await Run.objects.aget(pk=run.pk)).last_seq
+
+
+async def test_a_live_frame_renders_at_every_point_of_a_turns_stream(make_run):
+    """A token batch can end anywhere; rendering the partial turn must never raise (an error in a live frame
+    would fail the whole run). Cut each turn's final text after every JSON delimiter and render it live."""
+    from debates.selectors.runs import seat_names
+    from debates.web.frames import turn_live_frame
+
+    run = await sync_to_async(make_run)()
+    assert await run_execute(run.pk) == "done"
+
+    def render_every_prefix() -> int:
+        names = seat_names(run)
+        rendered = 0
+        for turn in Turn.objects.filter(run=run):
+            text = turn.raw_text
+            cuts = [i for i in range(1, len(text) + 1) if text[i - 1] in ',:{["' or i == len(text)]
+            for cut in cuts:
+                html = turn_live_frame(
+                    key=turn.key, task=turn.task, protocol=run.protocol, text=text[:cut], names=names
+                )
+                assert f'id="{turn.dom_id}-live"' in html
+                rendered += 1
+        return rendered
+
+    assert await sync_to_async(render_every_prefix)() > 500
+
+
+# --- dropped messages are replayed from the database -------------------------------------------------------------
+
+
+async def test_a_client_converges_when_the_layer_drops_every_other_event(make_run, moderator, settings):
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": f"{__name__}.DroppingChannelLayer"}}
+    layer = get_channel_layer()
+    assert isinstance(layer, DroppingChannelLayer)
+    run = await sync_to_async(make_run)(backend_options=STREAMING)
+    comm, _ = await connected_socket(run.pk, moderator)
+    try:
+        assert await run_execute(run.pk) == "done"
+        frames = await frames_until_status(comm, "completed")
+    finally:
+        await comm.disconnect()
+
+    dropped_kinds = Counter(
+        [
+            kind
+            async for kind in RunEvent.objects.filter(run=run, seq__in=layer.dropped).values_list(
+                "kind", flat=True
+            )
+        ]
+    )
+    assert dropped_kinds["turn_committed"] >= 3  # the drops really hit committed turns (4 of 8, give or take)
+    db_committed = {
+        key async for key in Turn.objects.filter(run=run, status="committed").values_list("key", flat=True)
+    }
+    assert db_committed == EXPECTED_KEYS
+    assert committed_keys(frames) == db_committed
+    assert appended_keys(frames) == await sync_to_async(turn_keys_in_order)(run.pk)
+    last_seq = (await Run.objects.aget(pk=run.pk)).last_seq
+    assert last_status(frames) == ("completed", str(last_seq))
+
+
+async def test_every_viewer_converges_when_the_layer_drops_every_other_event(make_run, moderator, settings):
+    """Several browsers on one run, through a layer that loses half its messages: three from the start (one of
+    them drops its socket mid-run and reconnects, as the page does), two that join after the first commit. Each
+    ends showing every committed turn and the final status at the run's last seq."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": f"{__name__}.DroppingChannelLayer"}}
+    layer = get_channel_layer()
+    run = await sync_to_async(make_run)(backend_options=STREAMING)
+    viewers = [await connected_socket(run.pk, moderator) for _ in range(3)]
+    runner = asyncio.create_task(run_execute(run.pk))
+    while not await Turn.objects.filter(run=run, status="committed").aexists():  # noqa: ASYNC110
+        await asyncio.sleep(0.02)
+    viewers += [await connected_socket(run.pk, moderator) for _ in range(2)]
+    leaving, _ = viewers.pop(0)
+    await leaving.disconnect()
+    viewers.append(await connected_socket(run.pk, moderator))
+    try:
+        assert await runner == "done"
+        last_seq = str((await Run.objects.aget(pk=run.pk)).last_seq)
+        for comm, snapshot in viewers:
+            frames = [snapshot, *await frames_until_status(comm, "completed")]
+            assert committed_keys(frames) == EXPECTED_KEYS
+            assert last_status(frames) == ("completed", last_seq)
+    finally:
+        for comm, _ in viewers:
+            await comm.disconnect()
+    assert len(layer.dropped) >= 6  # about half of the run's events
+
+
+async def test_a_lost_final_message_is_noticed_by_the_gap_poll(make_run, moderator, settings):
+    """The last event of a burst has no successor to reveal the gap: the 2 s poll replays it once a poll has seen
+    it committed and it still has not arrived by the next one."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": f"{__name__}.DroppingChannelLayer"}}
+    layer = get_channel_layer()
+    run = await sync_to_async(make_run)()
+    comm, _ = await connected_socket(run.pk, moderator)
+    try:
+        layer.drop_all = True
+        await sync_to_async(_pause)(run.pk, moderator)
+        assert layer.dropped  # the pause's event never reached the consumer
+        frames = await frames_until_status(comm, "queued", within=7)
+    finally:
+        await comm.disconnect()
+    assert "pause requested" in "".join(frames)
+
+
+def _pause(run_id: int, user: Any) -> None:
+    from debates.services import runs as services
+
+    services.run_control(run_id=run_id, action="pause", user=user)
+
+
+# --- a viewer cannot act; the socket is read-only ----------------------------------------------------------------
+
+
+def _post(client: Client, run_id: int, action: str) -> int:
+    return client.post(
+        f"/runs/{run_id}/control/{action}/", {"client_uuid": ""}, headers={"HX-Request": "true"}
+    ).status_code
+
+
+async def test_a_viewer_cannot_steer_a_run_over_http(make_run, viewer_client, moderator_client):
+    run = await sync_to_async(make_run)()
+    before = await sync_to_async(run_state)(run.pk)
+    for action in ("pause", "cancel", "step", "resume"):
+        assert await sync_to_async(_post)(viewer_client, run.pk, action) == 403
+    assert await sync_to_async(run_state)(run.pk) == before
+    # The same request from a moderator is applied (so the 403 is the permission, not a broken URL).
+    assert await sync_to_async(_post)(moderator_client, run.pk, "pause") == 200
+    assert (await Run.objects.aget(pk=run.pk)).pause_requested
+
+
+async def test_only_a_moderator_snapshot_has_the_controls(make_run, viewer, moderator):
+    run = await sync_to_async(make_run)()
+    viewer_comm, viewer_snapshot = await connected_socket(run.pk, viewer)
+    moderator_comm, moderator_snapshot = await connected_socket(run.pk, moderator)
+    try:
+        assert 'id="moderator"' in viewer_snapshot and 'id="moderator"' in moderator_snapshot
+        assert 'id="control-pause"' not in viewer_snapshot and "hx-post" not in viewer_snapshot
+        assert "watching as a viewer" in viewer_snapshot
+        for control in ("pause", "resume", "step", "cancel"):
+            assert f'id="control-{control}"' in moderator_snapshot
+    finally:
+        await viewer_comm.disconnect()
+        await moderator_comm.disconnect()
+
+
+async def test_whatever_a_client_sends_on_the_socket_is_ignored(make_run, viewer, moderator):
+    run = await sync_to_async(make_run)()
+    before = await sync_to_async(run_state)(run.pk)
+    messages = [
+        json.dumps({"action": "pause"}),
+        json.dumps({"HEADERS": {"HX-Request": "true", "HX-Trigger": "control-cancel"}, "action": "cancel"}),
+        json.dumps(
+            {"type": "run.event", "seq": 99, "html": "<div id='transcript' hx-swap-oob='outerHTML'></div>"}
+        ),
+        "cancel",
+    ]
+    for user in (viewer, moderator):  # not even a moderator acts through the socket
+        comm, _ = await connected_socket(run.pk, user)
+        try:
+            for message in messages:
+                await comm.send_to(text_data=message)
+            await comm.send_to(bytes_data=b"\x00pause")
+            assert await comm.receive_nothing(timeout=0.3)  # no reply, no close
+        finally:
+            await comm.disconnect()
+    assert await sync_to_async(run_state)(run.pk) == before
