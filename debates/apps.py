@@ -12,9 +12,14 @@ class DebatesConfig(AppConfig):
 
     def ready(self) -> None:
         from debates import checks  # noqa: F401  (registers system checks)
-        from debates.protocols import registry
+        from debates.engine import registry
 
         registry.autodiscover()
+        # The engine announces events; the web layer renders them (the publish port's renderers).
+        from debates.engine import publish
+        from debates.web import frames
+
+        publish.renderers_register(events=frames.event_messages_render, live=frames.turn_live_frame)
         post_migrate.connect(_ensure_full_text_search, sender=self)
 
 

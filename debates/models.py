@@ -141,12 +141,6 @@ class Run(UsageFields):
         return self.status in TERMINAL_STATUSES
 
     @property
-    def outcome_template(self) -> str:
-        from debates.protocols import registry
-
-        return f"{registry.get(self.protocol).template}#outcome"
-
-    @property
     def pick_options(self) -> list[tuple[str, str]]:
         """The outcome's [value, label] pairs the human picks from; [] when the protocol has no pick."""
         options = self.outcome.get("pick_options") if isinstance(self.outcome, dict) else None

@@ -5,6 +5,7 @@ from django.urls import include, path
 
 from debates.web import converters
 from debates.web.views import exports as views_exports
+from debates.web.views import moderation
 from debates.web.views import review as views_review
 from debates.web.views import runs as views
 
@@ -37,6 +38,9 @@ urlpatterns = [
         views.run_mutation_decide,
         name="run-mutation-decide",
     ),
+    # The KB approval inbox decides on runs' proposals: it belongs to this app's pages, under the KB's address.
+    path("kb/inbox/", moderation.inbox, name="kb-inbox"),
+    path("kb/inbox/<id:mutation_id>/decide/", moderation.mutation_decide_view, name="kb-mutation-decide"),
     path("kb/", include("kb.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),

@@ -107,16 +107,11 @@ def citations_extract(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def citations_for_run(run_id: int, text: str) -> list[dict[str, Any]]:
-    """Citations of a committed turn, verified against the snapshot its run took (empty without a KB)."""
-    from debates.models import Run
-
-    run = Run.objects.select_related("kb").filter(pk=run_id).first()
-    if run is None or run.kb is None:
-        return []
-    snapshot = getattr(run, "snapshot", None)
+def citations_check(kb: Any, snapshot: Any, text: str) -> list[dict[str, Any]]:
+    """The citations in `text`, each verified against `kb` as it stood in `snapshot` (a Snapshot, or None: the
+    live KB)."""
     arguments = snapshot.arguments if snapshot is not None else None
-    return [citation_verify(kb=run.kb, citation=c, snapshot=arguments) for c in citations_extract(text)]
+    return [citation_verify(kb=kb, citation=c, snapshot=arguments) for c in citations_extract(text)]
 
 
 def data_point_verify(data: Any, path: str, quoted: Any = None, *, inferred: bool = False) -> dict[str, Any]:

@@ -1,23 +1,30 @@
 """KB pages: list and upload, the browser (arguments, graph, sources, contradictions, central questions,
-revisions, diff against the snapshot), one argument, and the approval inbox."""
+revisions, diff against the snapshot) and one argument. The approval inbox acts on runs too, so it lives with
+the runs' pages (debates.web.views.moderation)."""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from debates.selectors.runs import user_can_moderate
-from debates.services.runs import ActionRefused, run_mutation_decide
-from debates.web.converters import parse_id
 from kb import limits, selectors
-from kb.discipline import DisciplineViolation, mutation_decide
 from kb.formats.problems import ImportRefused, Problem
-from kb.models import KnowledgeBase, ProposedMutation
+from kb.models import KnowledgeBase
 from kb.services import kb_import_json, kb_import_zip
+
+# A snapshot id from the query string fits the database's id column, or it is no snapshot.
+SNAPSHOT_ID = re.compile(r"[0-9]{1,18}")
+
+
+def user_can_moderate(user: Any) -> bool:
+    """The moderate permission (granted by the debates app, named here as data: this app imports nothing of it)."""
+    return bool(getattr(user, "is_authenticated", False) and user.has_perm("debates.moderate"))
 
 
 def _require_moderator(request: HttpRequest) -> None:
@@ -81,8 +88,8 @@ def kb_detail(request: HttpRequest, slug: str) -> HttpResponse:
     if not snapshot_id:
         snapshot = kb.snapshots.first()
     else:  # a value that is not an id (letters, too long for the column) is no snapshot, like an unknown id
-        number = parse_id(snapshot_id)
-        snapshot = kb.snapshots.filter(pk=number).first() if number is not None else None
+        found = SNAPSHOT_ID.fullmatch(snapshot_id.strip())
+        snapshot = kb.snapshots.filter(pk=int(found.group())).first() if found else None
     context.update(
         {
             **selectors.kb_filter_choices(kb),
@@ -124,62 +131,3 @@ def kb_confirm_stable(request: HttpRequest, slug: str) -> HttpResponse:
     kb.stable_confirmed_by = request.user  # type: ignore[assignment]
     kb.save(update_fields=["stable_confirmed_by"])
     return redirect("kb-detail", slug=kb.slug)
-
-
-@require_GET
-@login_required
-def inbox(request: HttpRequest) -> HttpResponse:
-    mutations = selectors.inbox()
-    return render(
-        request,
-        "kb/inbox.html",
-        {
-            **mutations,
-            "pending_count": mutations["pending"].count(),
-            "can_moderate": user_can_moderate(request.user),
-        },
-    )
-
-
-@require_POST
-@login_required
-def mutation_decide_view(request: HttpRequest, mutation_id: int) -> HttpResponse:
-    _require_moderator(request)
-    mutation = get_object_or_404(ProposedMutation, pk=mutation_id)
-    approve = request.POST.get("decision") == "approve"
-    error = ""
-    reason = request.POST.get("reason", "")
-    try:
-        if mutation.run_id is not None:  # through the run, so its open pages update live
-            mutation = run_mutation_decide(mutation.run_id, mutation.pk, approve, reason, request.user)
-        else:
-            mutation = mutation_decide(mutation=mutation, approve=approve, user=request.user, reason=reason)
-    except (DisciplineViolation, ActionRefused) as violation:
-        error = str(violation)
-        mutation.refresh_from_db()
-    context = {"mutation": mutation, "error": error, "can_moderate": True}
-    if getattr(request, "htmx", False):
-        # The decided card in place, and the pending count out of band.
-        card = render(request, "kb/inbox.html#mutation", context)
-        count = render(
-            request,
-            "kb/inbox.html#pending-count",
-            {"pending_count": selectors.inbox()["pending"].count(), "oob": True},
-        )
-        card.content += count.content
-        return card
-    return _redirect_back(request, request.POST.get("next", ""), "kb-inbox")
-
-
-def _redirect_back(request: HttpRequest, target: str, fallback: str) -> HttpResponse:
-    """To `target` when it is a path on this site ('/kb/...'), else to the URL named `fallback`: never to another
-    host, and never a 500 for a value that is neither a path nor a URL name."""
-    if (
-        target.startswith("/")
-        and not target.startswith("//")
-        and url_has_allowed_host_and_scheme(
-            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-        )
-    ):
-        return HttpResponseRedirect(target)
-    return redirect(fallback)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any, Protocol
 
-from debates.protocols.base import RunView, Step
+from debates.contract import RunView, Step
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from debates.protocols.base import RunView, Step
+from debates.contract import RunView, Step
 
 PROTOCOLS_DIR = Path(__file__).resolve().parent.parent / "protocols"
 PROMPT_VERSION = "v1"

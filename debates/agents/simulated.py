@@ -208,7 +208,8 @@ def _assessment(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     return {"classifications": classifications}
 
 
-GENERATORS: dict[tuple[str, str], Callable[[random.Random, AgentRequest], dict[str, Any]]] = {
+Generator = Callable[[random.Random, AgentRequest], dict[str, Any]]
+GENERATORS: dict[tuple[str, str], Generator] = {
     ("cross-examination", "analysis"): _analysis,
     ("cross-examination", "questions"): _questions,
     ("cross-examination", "answers"): _answers,
@@ -281,20 +282,8 @@ class SimulatedBackend:
         yield Result(text=text, payload=payload, usage=usage, model="simulated")
 
 
-def _generators_discover() -> None:
-    """Other protocols' simulated seats live in their own package (`debates/protocols/<name>/simulated.py`), each
-    with a GENERATORS dict of its own: adding a protocol adds a folder, it does not edit this module. Found by
-    name, not imported statically: this layer sits below the protocols."""
-    import importlib
-    import importlib.util
-    import pkgutil
-
-    import debates.protocols as package
-
-    for found in pkgutil.iter_modules(package.__path__):
-        if found.ispkg and importlib.util.find_spec(f"debates.protocols.{found.name}.simulated") is not None:
-            module = importlib.import_module(f"debates.protocols.{found.name}.simulated")
-            GENERATORS.update(module.GENERATORS)
-
-
-_generators_discover()
+def generators_register(generators: Mapping[tuple[str, str], Generator]) -> None:
+    """A protocol's simulated seats, keyed (protocol, task): each protocol package keeps them in its own
+    `simulated.py` and the registry hands them over when it discovers the package (this layer sits below the
+    protocols and does not import them)."""
+    GENERATORS.update(generators)

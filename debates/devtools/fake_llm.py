@@ -173,7 +173,7 @@ def simulated_reply(
 
     from debates.agents.base import AgentRequest
     from debates.agents.simulated import simulated_payload
-    from debates.protocols.base import RunView, Step
+    from debates.contract import RunView, Step
 
     key = attrs.get("key", "")
     step = Step(

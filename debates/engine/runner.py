@@ -38,13 +38,14 @@ from debates.agents.base import (
     Usage,
     backend_get,
 )
+from debates.contract import Done, Plan, Protocol, RunView, Step, Steps, Wait
+from debates.engine import registry
 from debates.engine.crash import crash_point
-from debates.engine.events import aevent_publish, event_append, run_group
+from debates.engine.events import event_append
+from debates.engine.publish import aevent_publish, run_group, turn_live_frame
 from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
-from debates.protocols import registry
-from debates.protocols.base import Done, Plan, Protocol, RunView, Step, Steps, Wait
-from kb.citations import citations_for_run
+from kb.citations import citations_check
 
 log = logging.getLogger("debates.engine")
 
@@ -400,6 +401,14 @@ def run_budget_stop(run_id: int, owner: str, stop: BudgetExceeded) -> tuple[int 
         return seq, True
 
 
+def turn_citations(run_id: int, text: str) -> list[dict[str, Any]]:
+    """Citations of a committed turn, verified against the snapshot its run took (empty without a KB)."""
+    run = Run.objects.select_related("kb").filter(pk=run_id).first()
+    if run is None or run.kb is None:
+        return []
+    return citations_check(run.kb, getattr(run, "snapshot", None), text)
+
+
 def turn_commit(
     run_id: int,
     turn_id: int,
@@ -416,7 +425,7 @@ def turn_commit(
     with transaction.atomic():
         committed = Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
             status=TurnStatus.COMMITTED,
-            citations=citations_for_run(run_id, text),
+            citations=turn_citations(run_id, text),
             raw_text=text,
             payload=payload,
             schema_version="1.0",
@@ -859,8 +868,6 @@ class Runner:
     async def _stream(
         self, backend: AgentBackend, request: AgentRequest, claimed: ClaimedTurn, attempt: int
     ) -> Result:
-        from debates.web.frames import turn_live_frame
-
         layer = get_channel_layer()
         flush_every = _conf("FLUSH_SECONDS")
         save_every = _conf("PARTIAL_SAVE_SECONDS")

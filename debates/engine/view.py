@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from debates.contract import KbArgument, KbMutation, KbView, RunView, SeatView, TurnView
+from debates.engine import registry
 from debates.models import HumanAction, HumanActionKind, Run
-from debates.protocols import registry
-from debates.protocols.base import KbArgument, KbMutation, KbView, RunView, SeatView, TurnView
 
 
 def run_view_load(run: Run) -> RunView:

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from debates.engine import registry
 from debates.models import HumanAction, HumanActionKind, Run, Turn, TurnStatus
-from debates.protocols import registry
 
 BLOCK_START = re.compile(r"^(#|>|---|<!--|[-*+] |\d+[.)] |=|`{3}|~{3}|\|)")
 SCALARS = (str, int, float, bool, type(None))

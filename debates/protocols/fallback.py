@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from debates.protocols.base import RunView
+from debates.contract import RunView
 
 
 @dataclass

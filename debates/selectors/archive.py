@@ -39,7 +39,7 @@ VERDICT_LABELS = [
 
 
 def _protocol_choices() -> list[tuple[str, str]]:
-    from debates.protocols import registry
+    from debates.engine import registry
 
     return [("", "any protocol")] + [(p.name, p.name) for p in registry.all_protocols()]
 

@@ -11,8 +11,8 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 
+from debates.engine import registry
 from debates.models import Run, RunStatus, Turn, TurnStatus, turn_dom_id
-from debates.protocols import registry
 from debates.selectors import runs as selectors
 
 ROUND_KEY = re.compile(r"^r(\d+)/")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -15,10 +14,10 @@ from django.core.cache.utils import make_template_fragment_key
 from django.db.models import Count, F, Q, Sum
 from pydantic_core import from_json
 
+from debates.contract import Panel, Step, Steps
+from debates.engine import registry
 from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Turn, TurnStatus, turn_dom_id
-from debates.protocols import registry
-from debates.protocols.base import Step, Steps
 
 # The name of the {% cache %} fragment of a finished turn card in run_detail.html's `transcript` partial.
 TURN_CARD_FRAGMENT = "turn-card"
@@ -319,28 +318,11 @@ def cost_context(run: Run) -> dict[str, Any]:
 # --- protocol panels and context ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Panel:
-    """A panel of the run page beyond the generic ones, rendered from `<protocol template>#panel-<id>` on page
-    load, in the snapshot and after the events in `refresh_on`. `per_user` panels hold controls (rendered for
-    each viewer with the moderator panel); the others are rendered once per event for every viewer."""
-
-    id: str
-    per_user: bool = False
-    refresh_on: frozenset[str] = frozenset({"turn_committed", "mutation_decided"})
-
-
-# Panels per protocol; a protocol class may declare its own as a `panels` attribute instead.
-PROTOCOL_PANELS: dict[str, tuple[Panel, ...]] = {
-    "kb-debate": (Panel("approvals", per_user=True), Panel("ledger")),
-}
 MUTATION_EVENT = "mutation_decided"
 
 
 def run_panel_specs(run: Run) -> tuple[Panel, ...]:
-    protocol = registry.get(run.protocol)
-    declared = getattr(protocol, "panels", None)
-    return tuple(declared) if declared is not None else PROTOCOL_PANELS.get(run.protocol, ())
+    return registry.get(run.protocol).panels
 
 
 def run_panels(

@@ -12,9 +12,9 @@ from typing import Any
 from debates.agents.base import Usage
 from debates.agents.pricing import price_get, price_table, tokens_estimate, usage_cost
 from debates.agents.prompts import SHARED_RULES
+from debates.engine import registry
 from debates.engine.view import run_view_load
 from debates.models import Run
-from debates.protocols import registry
 
 ESTIMATE_OUTPUT_TOKENS = 1200
 PROMPT_OVERHEAD_TOKENS = 1000  # rules, persona, task and context around the material

@@ -32,12 +32,12 @@ from typing import Any
 
 from django.db import transaction
 
+from debates.contract import Step, Steps
+from debates.engine import registry
 from debates.engine.events import event_append
 from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, Seat, Turn, TurnStatus
-from debates.protocols import registry
-from debates.protocols.base import Step, Steps
-from debates.services.runs import ActionRefused, _publish_all, run_create, run_wake
+from debates.services.runs import ActionRefused, run_create, run_events_publish, run_wake
 
 COPIED_STATUSES = (TurnStatus.COMMITTED, TurnStatus.FAILED)
 
@@ -183,7 +183,7 @@ def _backend_check(backend: str) -> None:
 
 def _start(child: Run, seqs: list[int], *, enqueue: bool) -> None:
     # Nobody watches a run this new: publishing its last event is enough to wake any page that opens early.
-    _publish_all(child.pk, seqs[-1:])
+    run_events_publish(child.pk, seqs[-1:])
     child.refresh_from_db()
     if enqueue and child.status == "queued":
         run_wake(run_id=child.pk)

@@ -18,13 +18,14 @@ from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
 from debates.agents.base import default_model
-from debates.engine.events import event_append, event_publish
+from debates.contract import Done
+from debates.engine import registry
+from debates.engine.events import event_append
+from debates.engine.publish import event_publish
 from debates.engine.runner import run_states_record
 from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Seat, Turn, TurnStatus
 from debates.platform.conf import conf
-from debates.protocols import registry
-from debates.protocols.base import Done
 from debates.selectors.runs import run_awaited_steps
 
 log = logging.getLogger("debates.services.runs")
@@ -49,7 +50,7 @@ def run_wake(*, run_id: int) -> None:
     run_debate_task.enqueue(run_id)
 
 
-def _publish_all(run_id: int, seqs: list[int]) -> None:
+def run_events_publish(run_id: int, seqs: list[int]) -> None:
     for seq in seqs:
         event_publish(run_id=run_id, seq=seq)
 
@@ -126,7 +127,7 @@ def run_create(
         seqs = [event_append(run_id=run.pk, kind="run_created", payload={"protocol": protocol})]
         seqs += _consent_gate(run, budget_tokens=budget_tokens, consented=consented, start=start)
         seqs += run_states_record(run, None)
-    _publish_all(run.pk, seqs)
+    run_events_publish(run.pk, seqs)
     if start and enqueue and run.status == RunStatus.QUEUED:
         run_wake(run_id=run.pk)
     return run
@@ -245,7 +246,7 @@ def run_consent(*, run_id: int, approve: bool, user: Any, client_uuid: uuid.UUID
             ),
             *run_states_record(run, None),
         ]
-    _publish_all(run_id, seqs)
+    run_events_publish(run_id, seqs)
     if approve:
         run_wake(run_id=run_id)
     return True
@@ -424,7 +425,7 @@ def run_control(
         if action == "cancel" and run.status == RunStatus.CANCELLED:
             seqs.append(event_append(run_id=run.pk, kind="run_status", payload={"status": run.status}))
             seqs += run_states_record(run, Done({}, failed=True, reason=run.status_reason))
-    _publish_all(run_id, seqs)
+    run_events_publish(run_id, seqs)
     if wake:
         run_wake(run_id=run_id)
     return ControlResult(applied=True, wake=wake)

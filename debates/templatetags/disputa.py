@@ -8,9 +8,16 @@ from django.template.base import FilterExpression, Parser, Token
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from debates.engine import registry
 from debates.platform.rendering import render_markdown, render_markdown_inline
 
 register = template.Library()
+
+
+@register.filter
+def outcome_template(run: Any) -> str:
+    """The partial that shows a run's outcome: `<its protocol's template>#outcome`."""
+    return f"{registry.get(run.protocol).template}#outcome"
 
 
 @register.filter(name="markdown")

@@ -12,7 +12,7 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from debates.engine.events import run_group
+from debates.engine.publish import run_group
 from debates.models import Run
 from debates.selectors import runs as selectors
 from debates.services import quotas

@@ -10,7 +10,7 @@ from django import forms
 
 from debates import demo
 from debates.agents.base import backend_choices
-from debates.protocols import registry
+from debates.engine import registry
 from debates.protocols.comparative import protocol as comparative
 from debates.protocols.consultation import protocol as consultation
 from debates.protocols.market_panel import protocol as market_panel

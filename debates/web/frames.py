@@ -242,3 +242,28 @@ def event_frames_keep(events: list[RunEvent], frames: list[tuple[str, bool]]) ->
         },
         EVENT_FRAME_SECONDS,
     )
+
+
+# --- the renderer the engine's publish port calls (registered in debates.apps) ---------------------------------
+
+
+def event_messages_render(*, run_id: int, seqs: list[int]) -> list[dict[str, Any]]:
+    """The messages of a burst of events, in seq order, with their frames rendered once for every viewer from one
+    read of the run; only the last carries the (costlier) status widgets. Each frame is kept for replays before
+    its message is sent."""
+    from django.contrib.auth.models import AnonymousUser
+
+    events = list(RunEvent.objects.filter(run_id=run_id, seq__in=seqs).order_by("seq"))
+    if not events:
+        return []
+    frames = event_frames(events)
+    event_frames_keep(events, frames)
+    messages = []
+    for event, (html, panels) in zip(events, frames, strict=True):
+        message: dict[str, Any] = {"type": "run.event", "seq": event.seq, "html": html, "panels": panels}
+        if panels:
+            # What every viewer without the moderate permission sees in the panels (no control): rendered here
+            # once, so the consumers of a run's many viewers need not each read the database for it.
+            message["viewer_panels"] = panels_frame(run_id, AnonymousUser())
+        messages.append(message)
+    return messages

@@ -14,11 +14,11 @@ import pytest
 from debates.agents.base import AgentRequest, Repair, backend_choices, backend_get
 from debates.agents.openai_compat import request_params
 from debates.agents.pricing import tokens_estimate
+from debates.contract import Steps
 from debates.devtools.fake_llm import FakeLLMServer, Fault, RecordedRequest
+from debates.engine import registry
 from debates.engine.view import run_view_load
 from debates.models import Run, RunEvent, RunStatus, TurnStatus
-from debates.protocols import registry
-from debates.protocols.base import Steps
 from debates.protocols.cross_examination import schema
 from tests.conftest import EXPECTED_KEYS, FAKE_KEY, LONG_MATERIAL, run_to_stop
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from debates.agents.prompts import context_compact, context_expand, data_json, prompt_render
-from debates.protocols.base import RunView, SeatView, Step, TurnView
+from debates.contract import RunView, SeatView, Step, TurnView
 from debates.protocols.cross_examination.schema import Answers
 
 ANALYSIS = {"summary": "S.", "claims": [{"id": "c1", "text": "T.", "evidence": [], "confidence": 0.5}]}

@@ -16,8 +16,8 @@ from openai import AsyncOpenAI
 from debates.agents.base import AgentRequest
 from debates.agents.prompts import prompt_render
 from debates.agents.simulated import simulated_payload
+from debates.contract import RunView, Step
 from debates.devtools.fake_llm import FakeLLMServer, Fault, simulated_reply, token_count
-from debates.protocols.base import RunView, Step
 from debates.protocols.cross_examination.schema import Analysis
 
 MODEL = "claude-test"

@@ -216,8 +216,8 @@ def test_a_worker_compiles_the_templates_of_every_protocols_frames_before_it_tak
 ):
     from django.template import loader
 
+    from debates.engine import registry
     from debates.management.commands import worker
-    from debates.protocols import registry
 
     compiled: list[str] = []
     real = loader.get_template

@@ -104,7 +104,7 @@ def test_viewers_share_one_render_of_their_panels_and_each_moderator_gets_their_
 def test_an_event_that_changes_the_panels_carries_what_viewers_without_the_permission_see(
     make_run: Any, viewer: User
 ) -> None:
-    from debates.engine.events import event_message
+    from debates.engine.publish import event_message
 
     run = make_run()
     assert run_to_stop(run) == "done"
@@ -119,7 +119,7 @@ def test_an_event_that_changes_the_panels_carries_what_viewers_without_the_permi
 def test_a_burst_of_events_is_published_in_seq_order_with_the_status_in_its_last_message_only(
     make_run: Any,
 ) -> None:
-    from debates.engine.events import event_messages
+    from debates.engine.publish import event_messages
 
     run = make_run()
     assert run_to_stop(run) == "done"
@@ -144,7 +144,7 @@ def test_a_burst_of_events_is_rendered_from_one_read_of_the_run(make_run: Any) -
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from debates.engine.events import event_messages
+    from debates.engine.publish import event_messages
 
     run = make_run()
     assert run_to_stop(run) == "done"

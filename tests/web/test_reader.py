@@ -15,10 +15,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from debates.engine.runner import turn_citations
 from debates.models import Run, RunStatus, Turn
 from debates.selectors.review import turn_rounds
 from debates.services import runs as services
-from kb.citations import citations_for_run
 from kb.models import ProposedMutation, Revision
 from tests.conftest import run_to_stop
 from tests.platform.test_rendering import XSS_CORPUS, executable_parts
@@ -158,7 +158,7 @@ def test_a_kb_debates_rounds_close_with_the_moderators_turn():
 
 def test_citation_badges_keep_their_verification_and_link_to_the_kb(moderator_client, debated):
     source = "kb/sources/peer-reviewed/borjesson-2012-stockholm-five-years.md"
-    citations = citations_for_run(debated.pk, f"arg-006 and arg-999, see {source}")
+    citations = turn_citations(debated.pk, f"arg-006 and arg-999, see {source}")
     assert [c["status"] for c in citations] == ["verified", "unverified", "verified"]
     Turn.objects.filter(run=debated, key="t01/opening/debater-con-pricing").update(citations=citations)
     badges = element(read(moderator_client, debated), T1, "</p>")

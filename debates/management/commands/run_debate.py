@@ -14,10 +14,10 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from debates import demo
+from debates.engine import registry
 from debates.engine.runner import run_execute
 from debates.engine.view import run_view_load
 from debates.platform.conf import conf
-from debates.protocols import registry
 from debates.services import runs as services
 
 DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {

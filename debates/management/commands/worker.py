@@ -41,8 +41,8 @@ def worker_warm_up() -> None:
     from django.utils import formats
 
     from debates.agents.base import backend_choices, backend_get
+    from debates.engine import registry
     from debates.models import Run
-    from debates.protocols import registry
     from debates.selectors import integrity  # noqa: F401  (the integrity panel's tag imports it on first render)
     from debates.web.frames import INTEGRITY_TEMPLATE, RUN_TEMPLATE
 

@@ -20,10 +20,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from debates.contract import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.engine.registry import register
 from debates.protocols.adversarial import schema
-from debates.protocols.base import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
 from debates.protocols.fallback import Chain, failure_reason
-from debates.protocols.registry import register
 
 KEY_CASE = "r1/case/advocate"
 KEY_CONCERNS = "r1/concerns/challenger"

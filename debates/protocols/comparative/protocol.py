@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from debates.protocols.base import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.contract import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.engine.registry import register
 from debates.protocols.comparative import schema
 from debates.protocols.fallback import Chain, failure_reason
-from debates.protocols.registry import register
 
 WEIGHTS = {"High": 3, "Medium": 2, "Low": 1}
 WEIGHT_LETTER = {"High": "H", "Medium": "M", "Low": "L"}

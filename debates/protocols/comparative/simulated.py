@@ -43,7 +43,7 @@ from typing import Any
 
 from debates.agents.base import AgentRequest
 from debates.agents.simulated import material_sentences
-from debates.protocols import registry
+from debates.engine import registry
 from debates.protocols.comparative import protocol as proto
 
 Item = Mapping[str, Any]

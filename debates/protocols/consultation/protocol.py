@@ -26,8 +26,9 @@ from typing import Any, Literal
 from django.utils.text import slugify
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from debates.protocols.base import (
+from debates.contract import (
     Done,
+    Panel,
     Plan,
     Protocol,
     RunView,
@@ -37,8 +38,8 @@ from debates.protocols.base import (
     Steps,
     Transition,
 )
+from debates.engine.registry import register
 from debates.protocols.consultation import schema
-from debates.protocols.registry import register
 
 # --- the state machine (seed 001, ConsultState) ---------------------------------------------------------------
 
@@ -388,18 +389,14 @@ class Consultation(Protocol):
     )
     estimates_simulated = True
 
-    @property
-    def panels(self) -> tuple[Any, ...]:
-        from debates.selectors.runs import Panel
-
-        return (
-            Panel(
-                "consultation",
-                refresh_on=frozenset(
-                    {"state", "round_artifact", "turn_committed", "run_status", "consent", "cost_estimated"}
-                ),
+    panels = (
+        Panel(
+            "consultation",
+            refresh_on=frozenset(
+                {"state", "round_artifact", "turn_committed", "run_status", "consent", "cost_estimated"}
             ),
-        )
+        ),
+    )
 
     def seats(self, config: BaseModel) -> list[SeatSpec]:
         assert isinstance(config, ConsultationConfig)

@@ -11,9 +11,9 @@ from typing import Any, Literal
 from django.utils.text import slugify
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from debates.protocols.base import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.contract import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.engine.registry import register
 from debates.protocols.cross_examination import schema
-from debates.protocols.registry import register
 
 MIN_QUESTIONS, MAX_QUESTIONS = 2, 3
 

@@ -12,8 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from debates.contract import KbView, RunView
 from debates.models import Run
-from debates.protocols.base import KbView, RunView
 from debates.protocols.kb_debate.protocol import Entry, Ledger, TurnInfo, debater_handle
 
 if TYPE_CHECKING:

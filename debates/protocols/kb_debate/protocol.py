@@ -12,9 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from debates.protocols.base import (
+from debates.contract import (
     Done,
     KbView,
+    Panel,
     Plan,
     Protocol,
     RunView,
@@ -24,8 +25,8 @@ from debates.protocols.base import (
     Steps,
     TurnView,
 )
+from debates.engine.registry import register
 from debates.protocols.kb_debate import schema
-from debates.protocols.registry import register
 
 LIVE = ("open", "partially-rebutted")
 RANK = {"robust": 5, "strong": 4, "contested": 3, "weak": 2, "refuted": 1, "baseless": 1}
@@ -495,6 +496,7 @@ class KbDebate(Protocol):
     )
     config_model = KbDebateConfig
     template = "debates/protocols/kb_debate.html"
+    panels = (Panel("approvals", per_user=True), Panel("ledger"))
     stages = (
         Stage("openings", "Openings"),
         Stage("debate", "Interleaved debate"),

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from debates.agents.base import AgentRequest
-from debates.protocols.base import KbArgument, KbView
+from debates.contract import KbArgument, KbView
 from debates.protocols.kb_debate import protocol as proto
 
 SHARED = ("neutral", "factual", "meta")

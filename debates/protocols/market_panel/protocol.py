@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from debates.protocols.base import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.contract import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.engine.registry import register
 from debates.protocols.fallback import failure_reason
 from debates.protocols.market_panel import schema
-from debates.protocols.registry import register
 from kb.citations import MISMATCH, UNVERIFIED, data_point_verify
 from kb.formats.seed004 import path_get, slice_for
 

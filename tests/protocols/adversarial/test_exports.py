@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from debates.engine import registry
 from debates.models import Run
-from debates.protocols import registry
 from debates.protocols.adversarial.exports import adversarial_review_md
 from tests.protocols.adversarial.test_protocol import (
     KEY_CASE,

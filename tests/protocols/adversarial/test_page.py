@@ -10,8 +10,8 @@ import pytest
 from django.template.loader import render_to_string
 from django.test import Client
 
+from debates.engine import registry
 from debates.models import Run, turn_dom_id
-from debates.protocols import registry
 from debates.selectors.runs import live_card
 from debates.services import runs as services
 from tests.conftest import run_to_stop

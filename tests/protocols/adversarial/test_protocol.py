@@ -9,11 +9,11 @@ import pytest
 from pydantic import ValidationError
 
 from debates.agents.prompts import prompt_render
+from debates.contract import Done, RunView, SeatView, Steps, TurnView
+from debates.engine import registry
 from debates.models import RunStatus
-from debates.protocols import registry
 from debates.protocols.adversarial import schema
 from debates.protocols.adversarial.protocol import AdversarialConfig, quote_in, softeners_find
-from debates.protocols.base import Done, RunView, SeatView, Steps, TurnView
 from debates.services import runs as services
 from tests.conftest import run_to_stop
 

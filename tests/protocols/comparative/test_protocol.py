@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from debates.protocols import registry
-from debates.protocols.base import Done, RunView, SeatView, Steps, TurnView
+from debates.contract import Done, RunView, SeatView, Steps, TurnView
+from debates.engine import registry
 from debates.protocols.comparative import schema
 from debates.protocols.comparative.protocol import (
     KEY_JUDGEMENT,

@@ -12,10 +12,10 @@ import pytest
 
 from debates.agents.base import AgentRequest
 from debates.agents.simulated import simulated_payload
+from debates.contract import Done, RunView, SeatView, Steps, TurnView
+from debates.engine import registry
 from debates.engine.view import run_view_load
 from debates.models import Run
-from debates.protocols import registry
-from debates.protocols.base import Done, RunView, SeatView, Steps, TurnView
 from debates.protocols.comparative import protocol as proto
 from debates.selectors.runs import run_awaited_steps
 from debates.services import runs as services

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from debates.agents.prompts import prompt_render
+from debates.contract import Done, RunView, SeatView, Steps, TurnView
+from debates.engine import registry
 from debates.models import RunStatus
-from debates.protocols import registry
-from debates.protocols.base import Done, RunView, SeatView, Steps, TurnView
 from debates.protocols.consultation import schema
 from debates.protocols.consultation.protocol import (
     ALLOWED,
@@ -441,7 +441,7 @@ def test_the_plan_stops_after_round_2_on_a_strong_consensus_only_in_converge_mod
 
 
 def _step(key: str, current: RunView) -> Any:
-    from debates.protocols.base import Step
+    from debates.contract import Step
 
     seat = key.rsplit("/", 1)[1]
     return Step(key=key, seat=seat, stage="x", task="x", schema=schema.Synthesis)

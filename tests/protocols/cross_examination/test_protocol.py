@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from debates.protocols import registry
-from debates.protocols.base import Done, RunView, SeatView, Steps, TurnView
+from debates.contract import Done, RunView, SeatView, Steps, TurnView
+from debates.engine import registry
 from debates.protocols.cross_examination import schema
 from debates.protocols.cross_examination.protocol import CrossExaminationConfig
 

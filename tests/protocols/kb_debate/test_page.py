@@ -14,10 +14,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from pydantic import BaseModel
 
+from debates.contract import Step
+from debates.engine import registry
 from debates.engine.events import event_append
 from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Turn
-from debates.protocols import registry
-from debates.protocols.base import Step
 from debates.protocols.kb_debate import schema
 from debates.selectors import runs as selectors
 from debates.services import runs as services

@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 
-from debates.models import Run, Turn
-from debates.protocols import registry
-from debates.protocols.base import (
+from debates.contract import (
     Done,
     KbArgument,
     KbMutation,
@@ -21,6 +19,8 @@ from debates.protocols.base import (
     Steps,
     TurnView,
 )
+from debates.engine import registry
+from debates.models import Run, Turn
 from debates.protocols.kb_debate.protocol import (
     KbDebateConfig,
     dismantled,

@@ -15,8 +15,8 @@ import pytest
 from pydantic import ValidationError
 
 from debates.agents.prompts import prompt_render
-from debates.protocols import registry
-from debates.protocols.base import Done, KbView, RunView, SeatView, Steps, TurnView
+from debates.contract import Done, KbView, RunView, SeatView, Steps, TurnView
+from debates.engine import registry
 from debates.protocols.market_panel import schema
 from debates.protocols.market_panel.protocol import (
     KEY_JUDGEMENT,

@@ -92,8 +92,8 @@ def test_the_switches_turn_the_handshake_and_the_misquote_off_and_the_judge_slip
 
 def test_a_seat_prompt_in_a_real_run_holds_only_its_slice() -> None:
     from debates.agents.prompts import prompt_render
-    from debates.protocols import registry
-    from debates.protocols.base import Steps
+    from debates.contract import Steps
+    from debates.engine import registry
 
     run = services.run_create(
         protocol="market-panel",

@@ -184,6 +184,17 @@ class Stage:
     label: str
 
 
+@dataclass(frozen=True)
+class Panel:
+    """A panel of the run page beyond the generic ones, rendered from `<protocol template>#panel-<id>` on page
+    load, in the snapshot and after the events in `refresh_on`. `per_user` panels hold controls (rendered for
+    each viewer with the moderator panel); the others are rendered once per event for every viewer."""
+
+    id: str
+    per_user: bool = False
+    refresh_on: frozenset[str] = frozenset({"turn_committed", "mutation_decided"})
+
+
 class Protocol(ABC):
     name: ClassVar[str]
     title: ClassVar[str]
@@ -192,6 +203,8 @@ class Protocol(ABC):
     stages: ClassVar[tuple[Stage, ...]]
     # Template holding this protocol's partials: one per task (turn body) and one per human form.
     template: ClassVar[str]
+    # Panels of the run page beyond the generic ones (DOM id `#<id>`).
+    panels: ClassVar[tuple[Panel, ...]] = ()
 
     @abstractmethod
     def seats(self, config: BaseModel) -> list[SeatSpec]: ...

@@ -1,0 +1,89 @@
+"""The publish port. The engine announces committed events and streaming text to the run's channel group; it never
+renders. The web layer registers, when the app starts, how an event becomes the message its viewers get (the
+frames, rendered once for every viewer) and how a streaming turn's text becomes its live frame.
+
+The channel layer is a wake-up bus, not a log: a message may be lost, and a viewer replays from the events table.
+Everything published here is committed first: `event_publish` defers to `transaction.on_commit`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+
+class EventRenderer(Protocol):
+    def __call__(self, *, run_id: int, seqs: list[int]) -> list[dict[str, Any]]: ...
+
+
+class LiveFrameRenderer(Protocol):
+    def __call__(
+        self, *, key: str, task: str, protocol: str, text: str, names: dict[str, str] | None = None
+    ) -> str: ...
+
+
+def _bare_messages(*, run_id: int, seqs: list[int]) -> list[dict[str, Any]]:
+    """Without a renderer (no web layer in this process): a wake-up per event; viewers read the rest."""
+    return [{"type": "run.event", "seq": seq, "html": "", "panels": []} for seq in sorted(seqs)]
+
+
+def _bare_live_frame(**_: Any) -> str:
+    return ""
+
+
+_renderers: dict[str, Callable[..., Any]] = {"events": _bare_messages, "live": _bare_live_frame}
+
+
+def renderers_register(*, events: EventRenderer, live: LiveFrameRenderer) -> None:
+    """Called once by the web layer at start (debates.apps)."""
+    _renderers["events"] = events
+    _renderers["live"] = live
+
+
+def run_group(run_id: int) -> str:
+    return f"run-{run_id}"
+
+
+def event_messages(*, run_id: int, seqs: list[int]) -> list[dict[str, Any]]:
+    """The messages announcing a burst of committed events, in seq order."""
+    return list(_renderers["events"](run_id=run_id, seqs=seqs))
+
+
+def event_message(*, run_id: int, seq: int) -> dict[str, Any]:
+    return event_messages(run_id=run_id, seqs=[seq])[0]
+
+
+def turn_live_frame(
+    *, key: str, task: str, protocol: str, text: str, names: dict[str, str] | None = None
+) -> str:
+    """The live frame of a streaming turn's text so far."""
+    return str(_renderers["live"](key=key, task=task, protocol=protocol, text=text, names=names))
+
+
+def event_publish(*, run_id: int, seq: int) -> None:
+    """Announce event `seq` from sync code (services) once the transaction that appended it has committed (at
+    once outside a transaction). Delivery is best effort; viewers replay gaps."""
+
+    def send() -> None:
+        layer = get_channel_layer()
+        if layer is not None:
+            async_to_sync(layer.group_send)(run_group(run_id), event_message(run_id=run_id, seq=seq))
+
+    transaction.on_commit(send)
+
+
+async def aevent_publish(*, run_id: int, seqs: list[int]) -> None:
+    """Publish a burst of committed events from async code (the runner), in seq order. Rendered in one hop to a
+    thread of its own (and its own connection: rendering must not hold up the runner's database thread)."""
+    from channels.db import database_sync_to_async
+
+    layer = get_channel_layer()
+    if layer is None or not seqs:
+        return
+    messages = await database_sync_to_async(event_messages, thread_sensitive=False)(run_id=run_id, seqs=seqs)
+    group = run_group(run_id)
+    for message in messages:
+        await layer.group_send(group, message)
