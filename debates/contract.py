@@ -4,12 +4,16 @@ of what is persisted; the engine executes, commits and streams. The engine knows
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from debates.models import Run
 
 
 @dataclass(frozen=True)
@@ -195,7 +199,53 @@ class Panel:
     refresh_on: frozenset[str] = frozenset({"turn_committed", "mutation_decided"})
 
 
-class Protocol(ABC):
+@dataclass(frozen=True)
+class ExportFile:
+    """One export of a run as one file: what `export_run` writes and the run page downloads."""
+
+    filename: str
+    content_type: str
+    content: bytes
+
+
+class ExportUnavailable(Exception):
+    """This run has no export in this format; the message says why."""
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """An `export_run --format <name>` a protocol's runs offer beyond the generic `json` and `transcript`, with
+    what builds it and how the run page offers it (a button `#export-<name>` among the exports, and one
+    `#<name>-download` beside the outcome when `outcome_label` is set)."""
+
+    name: str
+    # The run as one file (a directory format: its zip); raises ExportUnavailable with the reason.
+    build: Callable[[Run], ExportFile]
+    # Why a run of a protocol without this format has none: formatted with the run's `pk` and `protocol`.
+    refusal: str
+    label: str
+    url_name: str  # the download's URL name (it takes the run id)
+    label_id: str = ""  # the id of a span around the label, where the page has one
+    outcome_label: str = ""
+    needs_kb: bool = False  # offered only when the run has a knowledge base
+    needs_outcome: bool = False  # offered only once the run has an outcome
+    # A directory format: written into the new or empty directory --out (unless it ends in .zip) by `write`,
+    # which raises ExportUnavailable with the reason; `directory_note` ends the refusal of any other --out.
+    write: Callable[[Run, Path], object] | None = None
+    directory_note: str = ""
+
+    def offered(self, run: Run) -> bool:
+        return (not self.needs_kb or run.kb_id is not None) and (not self.needs_outcome or bool(run.outcome))
+
+
+# A protocol's integrity signals of a finished run (debates.selectors.integrity): the per-seat rates, why there are
+# none, and the rounds in which both sides only conceded (None: not applicable).
+SeatSignals = tuple[list[dict[str, Any]], str, dict[str, Any] | None]
+
+
+class Protocol[ConfigT: BaseModel](ABC):
+    """A protocol, generic over its config model (`class KbDebate(Protocol[KbDebateConfig])`)."""
+
     name: ClassVar[str]
     title: ClassVar[str]
     description: ClassVar[str]
@@ -205,12 +255,29 @@ class Protocol(ABC):
     template: ClassVar[str]
     # Panels of the run page beyond the generic ones (DOM id `#<id>`).
     panels: ClassVar[tuple[Panel, ...]] = ()
+    # The new-run form's section for this protocol: the dotted path of a debates.protocols.form.FormSection
+    # subclass (in the package's form.py, which imports this module, hence a path); "": none.
+    form: ClassVar[str] = ""
+    # The protocol the new-run form starts on.
+    form_default: ClassVar[bool] = False
+    # `manage.py run_debate`: the config a headless run starts from (--config is merged over it).
+    headless_config: ClassVar[Mapping[str, Any]] = {}
+    # The exports this protocol's runs offer beyond `json` and `transcript`.
+    export_formats: ClassVar[tuple[ExportFormat, ...]] = ()
+    # The committed turns (by task) that `seat_signals` reads; only these are fetched.
+    signal_tasks: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
-    def seats(self, config: BaseModel) -> list[SeatSpec]: ...
+    def seats(self, config: ConfigT) -> list[SeatSpec]: ...
 
     @abstractmethod
     def plan(self, view: RunView) -> Plan: ...
+
+    def view_config(self, view: RunView) -> ConfigT:
+        """The run's config as this protocol's model (the engine loads it with `config_model`)."""
+        config = view.config
+        assert isinstance(config, self.config_model)
+        return cast(ConfigT, config)
 
     def kb_material(self, kb: Any) -> str:
         """The run's material when a KB is given and no material was: by default the KB as text, which every
@@ -243,7 +310,7 @@ class Protocol(ABC):
     # price, so the gate can be shown without a key (the simulated run itself still costs nothing).
     estimates_simulated: ClassVar[bool] = False
 
-    def consent_threshold(self, config: BaseModel) -> Decimal | None:
+    def consent_threshold(self, config: ConfigT) -> Decimal | None:
         """The estimated cost up to which a run starts without a moderator's consent; None: the
         CONSENT_THRESHOLD_USD setting."""
         return None
@@ -261,3 +328,30 @@ class Protocol(ABC):
         if isinstance(plan, Done):
             return "done"
         return ""
+
+    def page_context(self, run: Run) -> dict[str, Any] | None:
+        """What this protocol's turn bodies and panels look up beyond a turn's own data (its `kb` in their
+        context); None: nothing."""
+        return None
+
+    def export_json(self, run: Run) -> Mapping[str, Any]:
+        """This protocol's part of the `json` export: its `ledger`, `revisions` and `proposed_mutations` (each
+        absent: empty)."""
+        return {}
+
+    def seat_signals(
+        self,
+        outcome: Mapping[str, Any],
+        config: Mapping[str, Any],
+        names: Mapping[str, str],
+        turns: Sequence[tuple[str, str, Any]],
+    ) -> SeatSignals | None:
+        """The integrity panel's per-seat rates and handshakes of a completed run, from its outcome, its config,
+        its seats (handle -> name, in seat order) and its committed turns of the tasks in `signal_tasks` as
+        (seat handle, task, payload). None: the protocol has no notion of conceding or defending."""
+        return None
+
+    def arithmetic_mismatches(self, outcome: Mapping[str, Any]) -> list[Any] | None:
+        """The judge's figures that code recomputed and found different; None: no judge's figures."""
+        mismatches = outcome.get("arithmetic_mismatches")
+        return list(mismatches) if isinstance(mismatches, list) else None

@@ -22,6 +22,8 @@ class RunStatus(models.TextChoices):
 
 
 TERMINAL_STATUSES = {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED}
+# Started and not finished: a runner may drive the run, and it counts against its creator's active runs.
+ACTIVE_STATUSES = [RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.AWAITING_HUMAN]
 
 
 class UsageFields(models.Model):
@@ -125,7 +127,7 @@ class Run(UsageFields):
     class Meta:
         ordering = ["-created_at", "-id"]
         permissions = [("moderate", "Can start, steer and decide debates")]
-        # The archive filters by these and pages newest first (issue 8).
+        # The archive filters by these and pages newest first.
         indexes = [
             models.Index(fields=["-created_at", "-id"], name="run_archive_order"),
             models.Index(fields=["protocol", "-created_at"], name="run_protocol_created"),
@@ -237,7 +239,7 @@ class Turn(UsageFields):
     class Meta:
         ordering = ["first_seq", "id"]
         constraints = [models.UniqueConstraint(fields=["run", "key"], name="turn_unique_key")]
-        # The run page reads a run's turns in this order (issue 8).
+        # The run page reads a run's turns in this order.
         indexes = [models.Index(fields=["run", "first_seq", "id"], name="turn_run_order")]
 
     def __str__(self) -> str:

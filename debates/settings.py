@@ -315,16 +315,32 @@ DISPUTA = {
     # A runner owns a run for this long unless it renews the lease (heartbeat every third of it).
     "LEASE_SECONDS": float(os.environ.get("DISPUTA_LEASE_SECONDS", "30")),
     # Token deltas are coalesced into one live message per run (every streaming turn's text so far) this often.
-    # Five a second reads as smooth streaming, and each message costs a socket write per viewer: at 0.1 s, 10
-    # debates with 50 viewers each asked up to 5,000 writes a second of the serving process, and the event frames
-    # queued behind them (bench fanout, in-memory: frame-lag p95 0.35-0.53 s, against 0.23-0.30 s at 0.2 s).
+    # Five a second reads as smooth streaming, and each message costs a socket write per viewer: any more often and
+    # the event frames queue behind those writes (at 0.1 s, 10 debates with 50 viewers each ask 5,000 a second).
     "FLUSH_SECONDS": float(os.environ.get("DISPUTA_FLUSH_SECONDS", "0.2")),
     # A streaming turn's partial text is saved (for pages opened mid-turn) at most this often: every frame carries
-    # the whole text so far, so a page's stale start is made good by the next frame, and a save every frame was a
-    # database write per turn ten times a second (and, on SQLite, a re-index of the turn's text).
+    # the whole text so far, so a page's stale start is made good by the next frame; a save every frame would be a
+    # database write per turn five times a second (and, on SQLite, a re-index of the turn's text).
     "PARTIAL_SAVE_SECONDS": float(os.environ.get("DISPUTA_PARTIAL_SAVE_SECONDS", "1.0")),
     # How often a running runner looks at pause / cancel requests.
     "CONTROL_POLL_SECONDS": float(os.environ.get("DISPUTA_CONTROL_POLL_SECONDS", "0.25")),
+    # The run page's WebSocket (debates.web.consumers, debates.web.frames).
+    # How often each viewer compares its last seq with the database's: a dropped message that ended a burst is
+    # replayed within two polls instead of waiting for the run's next message.
+    "GAP_POLL_SECONDS": float(os.environ.get("DISPUTA_GAP_POLL_SECONDS", "2.0")),
+    # How long an event that arrived ahead of a missing seq waits for it (parallel turns may publish out of order)
+    # before the gap is replayed from the database.
+    "REORDER_WAIT_SECONDS": float(os.environ.get("DISPUTA_REORDER_WAIT_SECONDS", "0.3")),
+    # A run's last committed seq, read once for all of a process's viewers polling within this long.
+    "COMMITTED_FRESH_SECONDS": float(os.environ.get("DISPUTA_COMMITTED_FRESH_SECONDS", "0.5")),
+    # A published event's frame is kept (in the default cache) this long for viewers who missed its message.
+    "EVENT_FRAME_SECONDS": int(os.environ.get("DISPUTA_EVENT_FRAME_SECONDS", "300")),
+    # The status as of a seq, shared by viewers replaying up to it at about the same moment; it shows current
+    # state, so it is kept briefly.
+    "STATUS_FRAME_SECONDS": int(os.environ.get("DISPUTA_STATUS_FRAME_SECONDS", "5")),
+    # How long a committed event may go unpublished before a replay renders it itself: sooner, replays render
+    # what is about to arrive anyway and make a busy process busier.
+    "UNPUBLISHED_GRACE_SECONDS": float(os.environ.get("DISPUTA_UNPUBLISHED_GRACE_SECONDS", "5")),
     "MAX_ATTEMPTS": int(os.environ.get("DISPUTA_MAX_ATTEMPTS", "3")),
     "RETRY_BACKOFF_SECONDS": float(os.environ.get("DISPUTA_RETRY_BACKOFF_SECONDS", "0.2")),
     # Simulated agents stream this many characters per second (0 = as fast as possible).

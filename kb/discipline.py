@@ -21,12 +21,14 @@ from kb.models import (
     CONTRADICTION_TYPES,
     EDGE_TYPES,
     LAYERS,
+    STATUS_RANK,
     STATUSES,
     Argument,
     Contradiction,
     Edge,
     Entity,
     KnowledgeBase,
+    MutationKind,
     MutationStatus,
     ProposedMutation,
     Revision,
@@ -34,25 +36,15 @@ from kb.models import (
     Source,
 )
 
-STATUS_RANK = {"robust": 5, "strong": 4, "contested": 3, "weak": 2, "refuted": 1, "baseless": 1}
 NEW_NODE_MAX_RANK = STATUS_RANK["contested"]
-KINDS = {
-    "status-downgrade",
-    "new-edge",
-    "new-node",
-    "criticism-append",
-    "traceback-append",
-    "contradiction-added",
-    "statement-rewrite",
-    "delete",
-}
-REVISION_TYPES = {
-    "status-downgrade": "status-downgrade",
-    "new-edge": "new-edge",
-    "new-node": "new-node",
-    "criticism-append": "criticism-append",
-    "traceback-append": "criticism-append",
-    "contradiction-added": "contradiction-added",
+# The revision each applied kind writes (a traceback is logged as a criticism).
+REVISION_TYPES: dict[str, str] = {
+    MutationKind.STATUS_DOWNGRADE: "status-downgrade",
+    MutationKind.NEW_EDGE: "new-edge",
+    MutationKind.NEW_NODE: "new-node",
+    MutationKind.CRITICISM_APPEND: "criticism-append",
+    MutationKind.TRACEBACK_APPEND: "criticism-append",
+    MutationKind.CONTRADICTION_ADDED: "contradiction-added",
 }
 
 
@@ -124,15 +116,15 @@ def mutation_violations(
     *, kb: KnowledgeBase, kind: str, payload: dict[str, Any], proposed_by: str
 ) -> list[str]:
     """The rules a proposal breaks (empty when it may be applied)."""
-    if kind not in KINDS:
+    if kind not in MutationKind:
         return [f"unknown kind of change {kind!r}"]
-    if kind == "delete":
+    if kind == MutationKind.DELETE:
         return ["nothing is ever deleted: refuted and baseless nodes stay as a permanent record"]
-    if kind == "statement-rewrite":
+    if kind == MutationKind.STATEMENT_REWRITE:
         return ["a Statement is never rewritten: propose a new node with a refines edge instead"]
     if kb.kind != KnowledgeBase.GRAPH:
         return ["data KBs are not changed by debates"]
-    if kind == "status-downgrade":
+    if kind == MutationKind.STATUS_DOWNGRADE:
         argument = _argument(kb, payload.get("arg_id"))
         new = payload.get("to")
         if argument is None:
@@ -147,7 +139,7 @@ def mutation_violations(
                 "re-run construction instead"
             ]
         return []
-    if kind == "new-edge":
+    if kind == MutationKind.NEW_EDGE:
         errors = []
         if _argument(kb, payload.get("src")) is None:
             errors.append(f"edge from missing argument {payload.get('src')!r}")
@@ -160,7 +152,7 @@ def mutation_violations(
         elif _argument(kb, target) is None:
             errors.append(f"edge to missing argument {target!r}")
         return errors
-    if kind == "new-node":
+    if kind == MutationKind.NEW_NODE:
         errors = []
         status = payload.get("status", "contested")
         if status not in STATUSES:
@@ -188,11 +180,11 @@ def mutation_violations(
         if asserter and asserter != f"derived-during-debate-by-{proposed_by}":
             errors.append(f"a debate node's asserter is derived-during-debate-by-{proposed_by}")
         return errors
-    if kind == "criticism-append":
+    if kind == MutationKind.CRITICISM_APPEND:
         if not kb.sources.filter(path=str(payload.get("source", ""))).exists():
             return [f"no source {payload.get('source')!r} in this KB"]
         return [] if str(payload.get("text", "")).strip() else ["nothing to append"]
-    if kind == "traceback-append":
+    if kind == MutationKind.TRACEBACK_APPEND:
         if _argument(kb, payload.get("arg_id")) is None:
             return [f"no argument {payload.get('arg_id')!r} in this KB"]
         return [] if str(payload.get("text", "")).strip() else ["nothing to append"]
@@ -295,14 +287,14 @@ def _apply(mutation: ProposedMutation) -> Revision:
     handle = mutation.proposed_by
     turn_label, triggered = _turn_label(mutation)
     target, change = "", ""
-    if mutation.kind == "status-downgrade":
+    if mutation.kind == MutationKind.STATUS_DOWNGRADE:
         argument = kb.arguments.get(arg_id=payload["arg_id"])
         target, change = argument.arg_id, f"status {argument.status} → {payload['to']}"
         note = f"\n\n- Downgraded {argument.status} → {payload['to']} during debate ({turn_label}): {mutation.justification}"
         argument.status = payload["to"]
         argument.strength_assessment = (argument.strength_assessment + note).strip("\n")
         argument.save(update_fields=["status", "strength_assessment"])
-    elif mutation.kind == "new-edge":
+    elif mutation.kind == MutationKind.NEW_EDGE:
         order = (kb.edges.order_by("-order").values_list("order", flat=True).first() or 0) + 1
         Edge.objects.create(
             kb=kb,
@@ -314,7 +306,7 @@ def _apply(mutation: ProposedMutation) -> Revision:
             created_during_run=mutation.run,
         )
         target, change = "kb/edges.md", f"{payload['src']} {payload['type']} {payload['target']}"
-    elif mutation.kind == "new-node":
+    elif mutation.kind == MutationKind.NEW_NODE:
         arg_id = _next_id(list(kb.arguments.values_list("arg_id", flat=True)), "arg")
         statement = str(payload["statement"]).strip()
         Argument.objects.create(
@@ -345,7 +337,7 @@ def _apply(mutation: ProposedMutation) -> Revision:
                 created_during_run=mutation.run,
             )
         target, change = arg_id, f"new node {arg_id} at {payload.get('status', 'contested')}"
-    elif mutation.kind == "criticism-append":
+    elif mutation.kind == MutationKind.CRITICISM_APPEND:
         source = kb.sources.get(path=payload["source"])
         fields = [list(f) for f in source.fields]
         entry = f"{payload['text']} ({turn_label}, {handle})"
@@ -358,7 +350,7 @@ def _apply(mutation: ProposedMutation) -> Revision:
         source.fields = fields
         source.save(update_fields=["fields"])
         target, change = source.path, "criticism appended"
-    elif mutation.kind == "traceback-append":
+    elif mutation.kind == MutationKind.TRACEBACK_APPEND:
         argument = kb.arguments.get(arg_id=payload["arg_id"])
         argument.traceback_notes = (
             argument.traceback_notes + f"\n\n- ({turn_label}, {handle}) {payload['text']}"

@@ -4,10 +4,14 @@ seed-004 data KBs keep their JSON tree. After import, only kb.discipline changes
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from django.conf import settings
 from django.db import models
 
 STATUSES = ["robust", "strong", "contested", "weak", "refuted", "baseless"]
+# How well supported each status is: a status only moves down this rank (kb.discipline); the two dead ends tie.
+STATUS_RANK = {"robust": 5, "strong": 4, "contested": 3, "weak": 2, "refuted": 1, "baseless": 1}
 LAYERS = [
     "empirical",
     "methodological",
@@ -272,6 +276,20 @@ class MutationStatus(models.TextChoices):
     REFUSED = "refused"
 
 
+class MutationKind(StrEnum):
+    """The changes a debate may propose to a graph KB (ProposedMutation.kind). The discipline always refuses the
+    last two; they are kinds so that the refusal names the rule."""
+
+    STATUS_DOWNGRADE = "status-downgrade"
+    NEW_EDGE = "new-edge"
+    NEW_NODE = "new-node"
+    CRITICISM_APPEND = "criticism-append"
+    TRACEBACK_APPEND = "traceback-append"
+    CONTRADICTION_ADDED = "contradiction-added"
+    STATEMENT_REWRITE = "statement-rewrite"
+    DELETE = "delete"
+
+
 class ProposedMutation(models.Model):
     kb = models.ForeignKey(KnowledgeBase, related_name="mutations", on_delete=models.CASCADE)
     run = models.ForeignKey("debates.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -279,7 +297,7 @@ class ProposedMutation(models.Model):
         "debates.Turn", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     proposed_by = models.CharField(max_length=100, help_text="Seat handle or user name.")
-    kind = models.CharField(max_length=40)
+    kind = models.CharField(max_length=40)  # a MutationKind
     payload = models.JSONField(default=dict)
     justification = models.TextField(blank=True)
     status = models.CharField(max_length=20, choices=MutationStatus.choices, default=MutationStatus.PENDING)

@@ -18,7 +18,7 @@ from typing import Any
 
 import anthropic
 
-from debates.agents.base import AgentRequest, BackendError, Delta, Result, Usage
+from debates.agents.base import AgentRequest, BackendError, Delta, Result
 from debates.agents.catalog import anthropic_unavailable_reason
 from debates.agents.pricing import call_estimate, tokens_estimate, usage_priced
 from debates.agents.prompts import Prompt, prompt_render
@@ -30,6 +30,7 @@ from debates.agents.remote import (
     repair_messages,
     status_error,
 )
+from debates.agents.usage import Usage
 from debates.platform.conf import conf
 
 log = logging.getLogger("debates.agents")

@@ -7,29 +7,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from decimal import Decimal
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from debates.agents.catalog import (
+    anthropic_models,
+    anthropic_unavailable_reason,
+    openai_models,
+    openai_unavailable_reason,
+)
+from debates.agents.usage import Usage
 from debates.contract import RunView, Step
-
-
-@dataclass(frozen=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_write_tokens: int = 0
-    cache_read_tokens: int = 0
-    thinking_tokens: int = 0
-    cost_usd: Decimal = Decimal(0)
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
-
-    @property
-    def total_tokens(self) -> int:
-        """Everything billed: prompt (uncached, cache writes, cache reads) and output (thinking included)."""
-        return self.input_tokens + self.cache_write_tokens + self.cache_read_tokens + self.output_tokens
 
 
 @dataclass(frozen=True)
@@ -142,13 +130,6 @@ _instances: dict[str, AgentBackend] = {}
 
 def backend_choices() -> list[dict[str, Any]]:
     """Backends for the new-run form: their models, and the reason a backend cannot be chosen."""
-    from debates.agents.catalog import (
-        anthropic_models,
-        anthropic_unavailable_reason,
-        openai_models,
-        openai_unavailable_reason,
-    )
-
     return [
         {
             "name": "simulated",

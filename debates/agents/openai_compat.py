@@ -14,7 +14,7 @@ from typing import Any
 
 import openai
 
-from debates.agents.base import AgentRequest, BackendError, Delta, Result, Usage
+from debates.agents.base import AgentRequest, BackendError, Delta, Result
 from debates.agents.catalog import OFFICIAL_OPENAI_BASE_URL, openai_base_url, openai_unavailable_reason
 from debates.agents.pricing import call_estimate, usage_priced
 from debates.agents.prompts import prompt_render
@@ -26,6 +26,7 @@ from debates.agents.remote import (
     repair_messages,
     status_error,
 )
+from debates.agents.usage import Usage
 from debates.platform.conf import conf
 
 PROVIDER = "the OpenAI-compatible server"

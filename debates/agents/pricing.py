@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
-from debates.agents.base import Usage
+from debates.agents.usage import Usage
 
 MILLION = Decimal(1_000_000)
 CENT_FRACTION = Decimal("0.000001")  # costs are stored with 6 decimals

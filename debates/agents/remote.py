@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from debates.agents.base import AgentRequest, BackendError, InvalidOutput, Usage
+from debates.agents.base import AgentRequest, BackendError, InvalidOutput
+from debates.agents.usage import Usage
 
 REPAIR_TEXT_LIMIT = 20_000
 

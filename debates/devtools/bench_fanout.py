@@ -1,4 +1,4 @@
-"""`manage.py bench fanout` (issue 9): live fan-out of debates to many websocket viewers through each channel
+"""`manage.py bench fanout`: live fan-out of debates to many websocket viewers through each channel
 layer, as a browser sees it. For each layer, N simulated debates run at once: on the in-memory layer in a Daphne
 server process (`manage.py serve`, the one-laptop server: runners on its own event loop); on the Redis layers in
 the scaled setup, a Daphne process serving pages and websockets and `manage.py worker` processes running the

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from decimal import Decimal
+from enum import StrEnum
 from functools import partial
 from typing import Any
 
@@ -44,18 +45,39 @@ from debates.engine.crash import crash_point
 from debates.engine.events import event_append
 from debates.engine.publish import aevent_publish, run_group, turn_live_frame
 from debates.engine.view import run_view_load
-from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
+from debates.models import (
+    ACTIVE_STATUSES,
+    HumanAction,
+    HumanActionKind,
+    Run,
+    RunStatus,
+    Seat,
+    Turn,
+    TurnStatus,
+)
 from kb.citations import citations_check
 
 log = logging.getLogger("debates.engine")
 
-RUNNABLE_STATUSES = [RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.AWAITING_HUMAN]
 # A turn whose process keeps dying is given up after this many attempts in all (backend failures count
 # against MAX_ATTEMPTS separately, per runner).
 MAX_TOTAL_ATTEMPTS = 25
 
 Observer = Callable[[str, dict[str, Any]], None]
 PUBLISH_DELAY_SECONDS = 0.02
+
+
+class RunnerOutcome(StrEnum):
+    """What stopped a runner (run_execute's answer), or STEPS: the decision to run the planned steps next."""
+
+    STEPS = "steps"
+    DONE = "done"
+    WAITING = "waiting"
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    LOST_LEASE = "lost-lease"  # another runner took the run over
+    LEASE_BUSY = "lease-busy"  # another runner holds the run: nothing was done
 
 
 class LeaseLost(Exception):
@@ -78,7 +100,7 @@ def lease_try_acquire(run_id: int, owner: str) -> bool:
     ttl = timedelta(seconds=_conf("LEASE_SECONDS"))
     with transaction.atomic():
         taken = (
-            Run.objects.filter(pk=run_id, status__in=RUNNABLE_STATUSES)
+            Run.objects.filter(pk=run_id, status__in=ACTIVE_STATUSES)
             .filter(
                 Q(lease_owner="")
                 | Q(lease_expires_at__isnull=True)
@@ -117,7 +139,7 @@ class ClaimedTurn:
 
 @dataclass
 class Decision:
-    outcome: str  # "steps" | "done" | "waiting" | "paused" | "cancelled"
+    outcome: RunnerOutcome
     steps: list[Step] = field(default_factory=list)
     claims: list[ClaimedTurn | None] = field(default_factory=list)
     view: RunView | None = None
@@ -168,13 +190,13 @@ def run_decide(run_id: int, owner: str) -> Decision:
                 _set_status(run, RunStatus.CANCELLED, "Cancelled by a moderator.", finished_at=timezone.now())
             )
             seqs += run_states_record(run, Done({}, failed=True, reason="Cancelled by a moderator."))
-            return Decision("cancelled", seqs=seqs)
+            return Decision(RunnerOutcome.CANCELLED, seqs=seqs)
         if run.consent == "required":  # nothing is called before a moderator consents to the estimated cost
-            return Decision("waiting", seqs=seqs)
+            return Decision(RunnerOutcome.WAITING, seqs=seqs)
         if run.pause_requested and run.step_credits == 0:
             if run.status != RunStatus.PAUSED:
                 seqs.append(_set_status(run, RunStatus.PAUSED, "Paused by a moderator."))
-            return Decision("paused", seqs=seqs)
+            return Decision(RunnerOutcome.PAUSED, seqs=seqs)
 
         protocol = registry.get(run.protocol)
         view = run_view_load(run)
@@ -194,10 +216,10 @@ def run_decide(run_id: int, owner: str) -> Decision:
                     awaiting=[],
                 )
             )
-            return Decision("done", seqs=seqs)
+            return Decision(RunnerOutcome.DONE, seqs=seqs)
         if isinstance(plan, Wait):
             seqs.append(_set_status(run, RunStatus.AWAITING_HUMAN, plan.reason, awaiting=[plan.kind]))
-            return Decision("waiting", seqs=seqs)
+            return Decision(RunnerOutcome.WAITING, seqs=seqs)
 
         assert isinstance(plan, Steps)
         runnable = [s for s in plan.steps if not view.seats[s.seat].human or s.key in view.submitted_steps]
@@ -212,7 +234,7 @@ def run_decide(run_id: int, owner: str) -> Decision:
                     awaiting=[s.key for s in waiting],
                 )
             )
-            return Decision("waiting", seqs=seqs)
+            return Decision(RunnerOutcome.WAITING, seqs=seqs)
         if run.pause_requested:  # paused with a step credit: run exactly one turn, then pause again
             runnable = runnable[:1]
             Run.objects.filter(pk=run.pk, step_credits__gt=0).update(step_credits=F("step_credits") - 1)
@@ -233,7 +255,7 @@ def run_decide(run_id: int, owner: str) -> Decision:
             _turn_claim(run_id, step, seats[step.seat], fresh=step.key not in view.turns) for step in runnable
         ]
         seqs += [c.seq for c in claims if c is not None]
-        return Decision("steps", steps=runnable, claims=claims, view=view, run=run, seqs=seqs)
+        return Decision(RunnerOutcome.STEPS, steps=runnable, claims=claims, view=view, run=run, seqs=seqs)
 
 
 # --- turns -----------------------------------------------------------------------------------------------------
@@ -582,12 +604,12 @@ class Runner:
         if self.observer is not None:
             self.observer(kind, payload)
 
-    async def execute(self, *, lease_wait: float | None = None) -> str:
+    async def execute(self, *, lease_wait: float | None = None) -> RunnerOutcome:
         wait = _conf("LEASE_SECONDS") + 1 if lease_wait is None else lease_wait
         deadline = time.monotonic() + wait
         while not await database_sync_to_async(lease_try_acquire)(self.run_id, self.owner):
             if time.monotonic() >= deadline:
-                return "lease-busy"
+                return RunnerOutcome.LEASE_BUSY
             await asyncio.sleep(0.25)
         watcher = asyncio.create_task(self._watch())
         publisher = asyncio.create_task(self._publisher())
@@ -595,14 +617,14 @@ class Runner:
             return await self._loop()
         except LeaseLost:
             log.warning("run %s: lease lost by %s; another runner carries on", self.run_id, self.owner)
-            return "lost-lease"
+            return RunnerOutcome.LOST_LEASE
         except Exception as error:  # an engine bug must not leave the run spinning: fail it, visibly
             log.exception("run %s failed inside the engine", self.run_id)
             seq = await database_sync_to_async(run_fail)(
                 self.run_id, self.owner, f"Internal error in the debate engine: {error!r}. Re-run the debate."
             )
             await self._publish([seq])
-            return "failed"
+            return RunnerOutcome.FAILED
         finally:
             watcher.cancel()
             self._live_parts.clear()
@@ -634,13 +656,13 @@ class Runner:
         for task in self._step_tasks:
             task.cancel()
 
-    async def _loop(self) -> str:
+    async def _loop(self) -> RunnerOutcome:
         while True:
             if self.lease_lost:
                 raise LeaseLost("heartbeat failed")
             decision = await database_sync_to_async(run_decide)(self.run_id, self.owner)
             await self._publish(list(decision.seqs))
-            if decision.outcome != "steps":
+            if decision.outcome != RunnerOutcome.STEPS:
                 self._notify(decision.outcome)
                 return decision.outcome
             assert decision.view is not None and decision.run is not None
@@ -669,8 +691,8 @@ class Runner:
                 if isinstance(result, LeaseLost):
                     raise result
                 if isinstance(result, RunFailedFatally):
-                    self._notify("failed")
-                    return "failed"
+                    self._notify(RunnerOutcome.FAILED)
+                    return RunnerOutcome.FAILED
             for result in results:
                 if isinstance(result, BudgetExceeded):
                     budget_stop = budget_stop or result
@@ -682,8 +704,8 @@ class Runner:
                 )
                 if stopped:
                     await self._publish([seq])
-                    self._notify("paused")
-                    return "paused"
+                    self._notify(RunnerOutcome.PAUSED)
+                    return RunnerOutcome.PAUSED
 
     async def _reserve(self, estimate: Usage, what: str) -> None:
         """Check the budget before a call: what is spent, plus the worst case of the calls in flight, plus the
@@ -932,6 +954,6 @@ async def run_execute(
     owner: str | None = None,
     observer: Observer | None = None,
     lease_wait: float | None = None,
-) -> str:
+) -> RunnerOutcome:
     """Drive a run until it completes, waits for a human, pauses or is cancelled. Returns what stopped it."""
     return await Runner(run_id, owner=owner, observer=observer).execute(lease_wait=lease_wait)

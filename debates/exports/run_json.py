@@ -1,19 +1,16 @@
-"""The `json` export: the whole run (run, seats, turns, events, usage, decision; a kb-debate's ledger, revisions
-and proposals come from its own package)."""
+"""The `json` export: the whole run (run, seats, turns, events, usage, decision; a protocol's ledger, revisions
+and proposals come from its own package: Protocol.export_json)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 
+from debates.engine import registry
 from debates.models import Run
-from debates.protocols.kb_debate.exports import kb_debate_json
-
-if TYPE_CHECKING:
-    pass
 
 EXPORT_FORMAT_VERSION = "1"
 
@@ -36,7 +33,7 @@ def run_export_json(run: Run) -> dict[str, Any]:
         seat_tokens[t.seat.handle] = seat_tokens.get(t.seat.handle, 0) + (
             t.input_tokens + t.cache_write_tokens + t.cache_read_tokens + t.output_tokens
         )
-    kb_debate = kb_debate_json(run) if run.protocol == "kb-debate" else {}
+    own = registry.get(run.protocol).export_json(run)
     return {
         "format": "disputa-run",
         "format_version": EXPORT_FORMAT_VERSION,
@@ -132,9 +129,9 @@ def run_export_json(run: Run) -> dict[str, Any]:
         ],
         "outcome": run.outcome,
         # Filled by the protocols that keep them (kb-debate, comparative, ...); empty for cross-examination.
-        "ledger": kb_debate.get("ledger", []),
-        "revisions": kb_debate.get("revisions", []),
-        "proposed_mutations": kb_debate.get("proposed_mutations", []),
+        "ledger": own.get("ledger", []),
+        "revisions": own.get("revisions", []),
+        "proposed_mutations": own.get("proposed_mutations", []),
         "scorecard": None,
         "decision": _decision_json(run),
         "usage": {

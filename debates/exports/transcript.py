@@ -20,24 +20,13 @@ from typing import Any
 
 from debates.engine import registry
 from debates.models import HumanAction, HumanActionKind, Run, Turn, TurnStatus
+from debates.platform.markdown import inline
 
-BLOCK_START = re.compile(r"^(#|>|---|<!--|[-*+] |\d+[.)] |=|`{3}|~{3}|\|)")
 SCALARS = (str, int, float, bool, type(None))
 
 
 def transcript_filename(run: Run) -> str:
     return f"disputa-run-{run.pk}-transcript.md"
-
-
-def inline(value: Any) -> str:
-    """Any value as one inert line of Markdown: whitespace collapsed, a leading block marker escaped."""
-    if isinstance(value, bool):
-        text = "yes" if value else "no"
-    elif value is None:
-        text = "—"
-    else:
-        text = " ".join(str(value).split())
-    return "\\" + text if BLOCK_START.match(text) else text
 
 
 def _label(key: str) -> str:

@@ -1,4 +1,4 @@
-"""The archive (issue 8): every run, newest first, paginated, filtered by GET parameters (protocol, status, KB,
+"""The archive: every run, newest first, paginated, filtered by GET parameters (protocol, status, KB,
 backend, model, the judge's and the human's pick, the verdict label, override, date range) and a text search over
 topics and turn text: the database's own full-text search (PostgreSQL's tsvector with GIN indexes, SQLite's FTS5 via
 debates.platform.search_sqlite), stemmed, every word required.

@@ -15,7 +15,7 @@ API (selectors; read-only, no protocol is changed):
 The dict of one run::
 
     {
-      "run_id": 7, "protocol": "cross-examination", "status": "completed",
+      "run_id": 7, "protocol": "<its name>", "status": "completed",
       "applicable": True,              # False until the run is completed: the template shows "—"
       "seats": [                       # [] when the protocol has no notion of conceding / defending
         {"handle": "analyst-1", "name": "Analyst 1",
@@ -44,238 +44,29 @@ from typing import Any
 
 from django.db.models import Count, F, Q, QuerySet
 
+from debates.engine import registry
 from debates.models import Run, RunStatus, Seat, Turn, TurnStatus
+from debates.protocols.signals import as_dict, as_list, rate
 
 CITATION_STATUSES = ("verified", "mismatch", "unverified", "inferred")
 RUN_FIELDS = ("id", "protocol", "status", "outcome", "config", "judge_pick", "human_pick")
 
 
-# --- small helpers -----------------------------------------------------------------------------------------------
-
-
-def _rate(count: int, of: int) -> float | None:
-    return round(100 * count / of, 1) if of else None
-
-
-def _measure(count: int, of: int, basis: str) -> dict[str, Any]:
-    return {"count": count, "of": of, "rate": _rate(count, of), "basis": basis}
-
-
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (list, tuple)) else []
-
-
-# --- per-seat rates and handshakes, per protocol -----------------------------------------------------------------
-# Each takes the outcome, the run's config, the seats (handle -> name, in seat order) and the run's committed
-# debate turns as (seat handle, task, payload), and returns (seats, seats_note, handshakes).
-
-SeatResult = tuple[list[dict[str, Any]], str, dict[str, Any] | None]
-
-
-def _cross_examination(outcome: Mapping[str, Any], config: Mapping[str, Any], names, turns) -> SeatResult:
-    seats = []
-    for row in _list(outcome.get("summary")):
-        row = _dict(row)
-        classified = sum(int(row.get(k) or 0) for k in ("defended", "conceded", "deflected"))
-        basis = "questions classified by the examiner"
-        seats.append(
-            {
-                "handle": str(row.get("analyst", "")),
-                "name": str(row.get("name") or row.get("analyst", "")),
-                "conceded": _measure(int(row.get("conceded") or 0), classified, basis),
-                "deflected": _measure(int(row.get("deflected") or 0), classified, basis),
-                "defended": _measure(int(row.get("defended") or 0), classified, basis),
-            }
-        )
-    note = "" if seats else "no examiner classification in this run"
-    return seats, note, None  # one-sided questioning: there are no rounds in which both sides answer
-
-
-def _kb_debate(outcome: Mapping[str, Any], config: Mapping[str, Any], names, turns) -> SeatResult:
-    try:
-        from debates.protocols.kb_debate.protocol import debater_handle
-    except ImportError:  # pragma: no cover - the protocol is part of the project
-        return [], "not applicable", None
-    positions = [str(p) for p in _list(config.get("positions"))]
-    handle_of = {p: debater_handle(p) for p in positions}
-    moves: dict[str, list[str]] = defaultdict(list)
-    deflections: dict[str, int] = defaultdict(int)
-    rounds: list[list[tuple[str, str]]] = [[]]
-    for seat, task, payload in turns:
-        payload = _dict(payload)
-        if task == "turn":
-            move = str(payload.get("move", ""))
-            moves[seat].append(move)
-            rounds[-1].append((seat, move))
-        elif task == "moderator":
-            # The ruling closes a round: a seat that answered in it and was called out deflected once there, however
-            # many callouts name it (a rate of its turns that passed 100 % would be nonsense).
-            called_out = {str(_dict(d).get("position", "")) for d in _list(payload.get("deflections"))}
-            answered = {seat for seat, _ in rounds[-1]}
-            for handle in {handle_of.get(p, p) for p in called_out} & answered:
-                deflections[handle] += 1
-            if rounds[-1]:
-                rounds.append([])
-    basis = "debate turns"
-    seats = []
-    for position in positions:
-        handle = handle_of[position]
-        made = moves.get(handle, [])
-        seats.append(
-            {
-                "handle": handle,
-                "name": names.get(handle, position),
-                "conceded": _measure(made.count("concede"), len(made), basis),
-                "deflected": _measure(
-                    deflections.get(handle, 0), len(made), basis + " called out by the moderator's ruling"
-                ),
-                "defended": _measure(made.count("defend"), len(made), basis),
-            }
-        )
-    handshake_rounds = [
-        f"round {number}"
-        for number, moves_in in enumerate((r for r in rounds if r), start=1)
-        if len({seat for seat, _ in moves_in}) >= 2 and all(move == "concede" for _, move in moves_in)
-    ]
-    handshakes = {
-        "count": len(handshake_rounds),
-        "rounds": handshake_rounds,
-        "basis": "debate turns between two moderator turns, both sides answering, every move a concession",
-    }
-    return seats, "" if seats else "no debaters", handshakes
-
-
-def _comparative(outcome: Mapping[str, Any], config: Mapping[str, Any], names, turns) -> SeatResult:
-    openings = _dict(outcome.get("openings"))
-    rebuttals = [_dict(r) for r in _list(outcome.get("rebuttals"))]
-    if not rebuttals:
-        return [], "not applicable: no rebuttal round in this run (subagent or single mode)", None
-    option_names = _dict(outcome.get("options"))
-    acknowledged: dict[str, int] = {}
-    for seat, task, payload in turns:
-        if task == "rebuttal":
-            option = seat.rsplit("-", 1)[-1].upper()  # advocate-a / advocate-b
-            acknowledged[option] = len(_list(_dict(payload).get("acknowledged_strong")))
-    seats = []
-    for option in ("A", "B"):
-        other = "B" if option == "A" else "A"
-        their_claims = len(_list(_dict(openings.get(other)).get("arguments")))
-        attacked = [r for r in rebuttals if r.get("target") == option and r.get("verdict")]
-        survived = sum(1 for r in attacked if r.get("verdict") == "SURVIVE")
-        seats.append(
-            {
-                "handle": f"advocate-{option.lower()}",
-                "name": names.get(f"advocate-{option.lower()}")
-                or f"Advocate {option}" + (f" ({option_names[option]})" if option in option_names else ""),
-                "conceded": _measure(
-                    acknowledged.get(option, 0), their_claims, "opponent's claims acknowledged as strong"
-                ),
-                "deflected": None,
-                "defended": _measure(survived, len(attacked), "own claims rebutted that SURVIVE (judge)"),
-            }
-        )
-    return seats, "", None  # the rebuttal round requires rebuttals: a side cannot only concede
-
-
-def _market_panel(outcome: Mapping[str, Any], config: Mapping[str, Any], names, turns) -> SeatResult:
-    rows = [_dict(r) for r in _list(outcome.get("rows"))]
-    pairs = [_dict(p) for p in _list(outcome.get("pairs"))]
-    if not rows:
-        return [], "no arguments in this run", None
-    made: dict[str, list[str]] = defaultdict(list)
-    own: dict[str, list[str]] = defaultdict(list)
-    for row in rows:
-        own[str(row.get("seat", ""))].append(str(_dict(row.get("closing")).get("state", "")))
-        for challenge in _list(row.get("challenges")):
-            challenge = _dict(challenge)
-            kind = challenge.get("challenge_type") or challenge.get("type") or ""
-            made[str(challenge.get("by", ""))].append(str(kind))
-    order = [str(s) for s in _list(outcome.get("seats"))] or list(own)
-    seats = []
-    for handle in order:
-        kinds = made.get(handle, [])
-        states = own.get(handle, [])
-        seats.append(
-            {
-                "handle": handle,
-                "name": names.get(handle, handle),
-                "conceded": _measure(kinds.count("concede"), len(kinds), "challenges made"),
-                "deflected": None,
-                "defended": _measure(
-                    sum(1 for s in states if s and s != "abandoned" and s != "no closing"),
-                    len(states),
-                    "own arguments kept in the closing",
-                ),
-                "partial": _measure(kinds.count("partial"), len(kinds), "challenges made"),
-            }
-        )
-    handshake_rounds = []
-    for pair in pairs:
-        sides = [str(pair.get("first", "")), str(pair.get("second", ""))]
-        if all(made.get(s) and all(k == "concede" for k in made[s]) for s in sides):
-            handshake_rounds.append(f"cross-examination, {pair.get('lens', '?')} lens")
-    handshakes = {
-        "count": len(handshake_rounds),
-        "rounds": handshake_rounds,
-        "basis": "cross-examination pairs in which both sides' challenges were all concessions",
-    }
-    return seats, "", handshakes
-
-
-def _adversarial(outcome: Mapping[str, Any], config: Mapping[str, Any], names, turns) -> SeatResult:
-    table = [_dict(r) for r in _list(outcome.get("concern_table"))]
-    assessed = [r for r in table if r.get("addressed") is not None]
-    if not assessed:
-        return [], "not applicable: no judged concerns in this run", None
-    advocate = next((h for h, _ in names.items() if h.startswith("advocate")), "advocate")
-    seats = [
-        {
-            "handle": advocate,
-            "name": names.get(advocate, "Advocate"),
-            "conceded": None,
-            "deflected": None,
-            "defended": _measure(
-                sum(1 for r in assessed if r.get("addressed")),
-                len(assessed),
-                "challenger's concerns addressed",
-            ),
-        }
-    ]
-    return seats, "", None
-
-
-SEAT_SIGNALS = {
-    "cross-examination": _cross_examination,
-    "kb-debate": _kb_debate,
-    "comparative": _comparative,
-    "market-panel": _market_panel,
-    "adversarial": _adversarial,
-}
-# The turns each protocol's seat signals read (only these are fetched).
-TURN_TASKS = {"kb-debate": ("turn", "moderator"), "comparative": ("rebuttal",)}
+# --- per-seat rates, handshakes and the judge's arithmetic: each protocol's own (Protocol.seat_signals, its
+# package's signals.py), read from the outcome, the config, the seats (handle -> name, in seat order) and the
+# committed turns of the tasks it names (Protocol.signal_tasks) as (seat handle, task, payload).
 
 
 def _arithmetic(protocol: str, outcome: Mapping[str, Any]) -> dict[str, Any] | None:
     """The judge's arithmetic that code recomputed and found different, or None when no judge's figures exist."""
-    details: list[Any] | None = None
-    if protocol == "comparative":
-        card = outcome.get("scorecard")
-        details = _list(_dict(card).get("mismatches")) if isinstance(card, Mapping) else None
-    elif protocol == "market-panel":
-        details = _list(outcome.get("score_mismatches")) if outcome.get("judged") else None
-    elif isinstance(outcome.get("arithmetic_mismatches"), list):
-        details = list(outcome["arithmetic_mismatches"])
+    details = registry.get(protocol).arithmetic_mismatches(outcome)
     if details is None:
         return None
     return {"count": len(details), "details": [str(d) for d in details]}
 
 
 def _pick(run: Run) -> dict[str, Any]:
-    outcome = _dict(run.outcome)
+    outcome = as_dict(run.outcome)
     if run.human_pick:
         state = (
             "adjudicated"
@@ -295,18 +86,18 @@ def _citations(lists: Iterable[Any]) -> dict[str, Any]:
     counts = dict.fromkeys(CITATION_STATUSES, 0)
     total = 0
     for citations in lists:
-        for citation in _list(citations):
-            status = _dict(citation).get("status")
+        for citation in as_list(citations):
+            status = as_dict(citation).get("status")
             total += 1
             if status in counts:
                 counts[str(status)] += 1
-    return {"total": total, **counts, "rate": _rate(counts["verified"], total)}
+    return {"total": total, **counts, "rate": rate(counts["verified"], total)}
 
 
 def _signals(
     run: Run, names: Mapping[str, str], turns: Sequence[Any], citations: Iterable[Any]
 ) -> dict[str, Any]:
-    outcome = _dict(run.outcome)
+    outcome = as_dict(run.outcome)
     signals: dict[str, Any] = {
         "run_id": run.pk,
         "protocol": run.protocol,
@@ -323,11 +114,11 @@ def _signals(
     }
     if not signals["applicable"]:
         return signals
-    compute = SEAT_SIGNALS.get(run.protocol)
-    if compute is None:
+    computed = registry.get(run.protocol).seat_signals(outcome, as_dict(run.config), names, turns)
+    if computed is None:
         signals["seats_note"] = f"not applicable: {run.protocol} has no conceding or defending"
     else:
-        seats, note, handshakes = compute(outcome, _dict(run.config), names, turns)
+        seats, note, handshakes = computed
         signals.update(seats=seats, seats_note=note, handshakes=handshakes)
     signals["arithmetic"] = _arithmetic(run.protocol, outcome)
     concessions = [
@@ -371,10 +162,10 @@ def runs_signals(runs: Iterable[int | Run]) -> dict[int, dict[str, Any]]:
         for run_id, cited in committed.exclude(citations=[]).values_list("run_id", "citations"):
             citations[run_id].append(cited)
         readers = Q()
-        for protocol, tasks in TURN_TASKS.items():
-            ids = [pk for pk in done if loaded[pk].protocol == protocol]
-            if ids:
-                readers |= Q(run_id__in=ids, task__in=tasks)
+        for protocol in registry.all_protocols():
+            ids = [pk for pk in done if loaded[pk].protocol == protocol.name]
+            if ids and protocol.signal_tasks:
+                readers |= Q(run_id__in=ids, task__in=protocol.signal_tasks)
         if readers:
             rows = committed.filter(readers).order_by("run_id", "first_seq", "id")
             for run_id, handle, task, payload in rows.values_list(
@@ -413,7 +204,7 @@ def agreement_from(totals: Mapping[str, Any]) -> dict[str, Any]:
         "agreed": agreed,
         "overridden": overridden,
         "adjudicated": adjudicated,
-        "rate": _rate(agreed, agreed + overridden),
+        "rate": rate(agreed, agreed + overridden),
     }
 
 

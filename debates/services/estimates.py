@@ -9,9 +9,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from debates.agents.base import Usage
 from debates.agents.pricing import price_get, price_table, tokens_estimate, usage_cost
 from debates.agents.prompts import SHARED_RULES
+from debates.agents.usage import Usage
 from debates.engine import registry
 from debates.engine.view import run_view_load
 from debates.models import Run

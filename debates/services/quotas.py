@@ -1,4 +1,4 @@
-"""Load and abuse limits (issue 9): how many runs one user may have going at once and start per hour (refused
+"""Load and abuse limits: how many runs one user may have going at once and start per hour (refused
 with 429 by the views that start runs), and how many websocket connects one IP address may open per minute
 (refused with close code 4429). A run's own spending is limited by its budget (Run.budget_usd / budget_tokens,
 enforced by the runner before each call). 0 turns a limit off. Management commands (demo, run_debate, bench) are
@@ -15,10 +15,9 @@ from typing import Any
 from django.core.cache import cache
 from django.utils import timezone
 
-from debates.models import Run, RunStatus
+from debates.models import ACTIVE_STATUSES, Run
 from debates.platform.conf import conf
 
-ACTIVE = [RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.AWAITING_HUMAN]
 CLOSE_TOO_MANY_CONNECTS = 4429
 
 
@@ -34,7 +33,7 @@ def run_start_refusal(user: Any) -> Refusal | None:
     mine = Run.objects.filter(created_by=user)
     concurrent = conf("MAX_ACTIVE_RUNS_PER_USER")
     if concurrent:
-        active = mine.filter(status__in=ACTIVE).count()
+        active = mine.filter(status__in=ACTIVE_STATUSES).count()
         if active >= concurrent:
             return Refusal(
                 f"You have {active} runs queued, running, paused or waiting for a human; one user may have "

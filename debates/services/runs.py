@@ -518,9 +518,8 @@ TAKEOVER_GRACE_SECONDS = 1.0
 def runs_to_take_over(*, now: datetime | None = None) -> list[int]:
     """The runs an idle worker of the database task queue should take over: those runs_resumable finds, less those
     another worker is about to drive, namely a run whose wake-up task is still queued and one changed within
-    TAKEOVER_GRACE_SECONDS (its wake-up is being queued). Taken over as well, such a run left the worker that then
-    took its task waiting for the lease as long as the debate went on: in bench fanout, four debates of ten
-    started only as others ended."""
+    TAKEOVER_GRACE_SECONDS (its wake-up is being queued). Were such a run taken over too, the worker that then takes
+    its task would wait for the lease as long as the debate goes on."""
     from django_tasks_db.models import DBTaskResult
 
     from debates.tasks import run_debate_task

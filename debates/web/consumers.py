@@ -14,15 +14,12 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from debates.engine.publish import run_group
 from debates.models import Run
+from debates.platform.conf import conf
 from debates.selectors import runs as selectors
 from debates.services import quotas
 from debates.web import frames
 
-# A dropped message that was the last of a burst is noticed by this poll (within two of them) rather than by the
-# next message.
-GAP_POLL_SECONDS = 2.0
-# How long an event that arrived ahead of a missing seq waits for it before the gap is replayed from the database.
-REORDER_WAIT_SECONDS = 0.3
+# Timings: the DISPUTA settings GAP_POLL_SECONDS, REORDER_WAIT_SECONDS and COMMITTED_FRESH_SECONDS.
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
@@ -112,7 +109,7 @@ class RunConsumer(AsyncWebsocketConsumer):
             await self.send(text_data="".join(html))
 
     async def _replay_unless_filled(self) -> None:
-        await asyncio.sleep(REORDER_WAIT_SECONDS)
+        await asyncio.sleep(conf("REORDER_WAIT_SECONDS"))
         async with self.lock:
             self.gap_wait = None
             if self.pending:
@@ -140,7 +137,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         # viewer of a run at once is what would make a busy process busier still).
         committed_before = 0
         while True:
-            await asyncio.sleep(GAP_POLL_SECONDS)
+            await asyncio.sleep(conf("GAP_POLL_SECONDS"))
             if committed_before > self.sent_seq:
                 async with self.lock:
                     if committed_before > self.sent_seq:
@@ -153,12 +150,11 @@ class RunConsumer(AsyncWebsocketConsumer):
 # and those asking while it is being read wait for that one read.
 _committed: dict[int, tuple[float, int]] = {}
 _committed_reads: dict[int, asyncio.Task[int]] = {}
-COMMITTED_FRESH_SECONDS = 0.5
 
 
 async def _committed_seq(run_id: int) -> int:
     read = _committed.get(run_id)
-    if read is not None and time.monotonic() - read[0] < COMMITTED_FRESH_SECONDS:
+    if read is not None and time.monotonic() - read[0] < conf("COMMITTED_FRESH_SECONDS"):
         return read[1]
     reading = _committed_reads.get(run_id)
     if reading is None or reading.done() or reading.get_loop() is not asyncio.get_running_loop():

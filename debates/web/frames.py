@@ -15,6 +15,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from debates.models import Run, RunEvent
+from debates.platform.conf import conf
 from debates.selectors import runs as selectors
 
 RUN_TEMPLATE = "debates/run_detail.html"
@@ -167,7 +168,7 @@ def panels_frame(run_id: int, user: Any, *, run: Run | None = None, kb: dict[str
         if run.get_deferred_fields():
             run.refresh_from_db()
         html = _panels_frame(run, user, kb)
-        caches["fragments"].set(key, html, EVENT_FRAME_SECONDS)
+        caches["fragments"].set(key, html, conf("EVENT_FRAME_SECONDS"))
     return html
 
 
@@ -177,16 +178,10 @@ def _panels_frame(run: Run, user: Any, kb: dict[str, Any] | None) -> str:
     )
 
 
-# A published event's frame is kept this long for viewers who missed the message (replay_frames). In the default
-# cache: per process by default, shared by all processes with Redis (a worker publishes, web processes replay).
-# What every viewer of a process asks for at once (viewers' panels, the status) is kept in the process ("fragments").
-EVENT_FRAME_SECONDS = 300
-# The status as of a seq, shared by the viewers replaying up to it at about the same moment; it shows current
-# state, so it is kept only briefly.
-STATUS_FRAME_SECONDS = 5
-# How long a committed event may go unpublished (its frame not yet kept) before a replay renders it itself: under
-# load, replays rendering what was about to arrive anyway made a busy process busier (bench fanout).
-UNPUBLISHED_GRACE_SECONDS = 5
+# How long frames are kept: the DISPUTA settings EVENT_FRAME_SECONDS, STATUS_FRAME_SECONDS and
+# UNPUBLISHED_GRACE_SECONDS. Published frames are kept in the default cache (per process by default, shared by all
+# processes with Redis: a worker publishes, web processes replay); what every viewer of a process asks for at once
+# (viewers' panels, the status) is kept in the process ("fragments").
 
 
 def replay_frames(run_id: int, after_seq: int, user: Any) -> tuple[str, int]:
@@ -203,7 +198,7 @@ def replay_frames(run_id: int, after_seq: int, user: Any) -> tuple[str, int]:
     )
     keys = [_event_frame_key(run_id, seq, created_at) for _, seq, created_at in events]
     kept = cache.get_many(keys) if keys else {}
-    published_by = timezone.now() - timedelta(seconds=UNPUBLISHED_GRACE_SECONDS)
+    published_by = timezone.now() - timedelta(seconds=conf("UNPUBLISHED_GRACE_SECONDS"))
     parts, panels, last_key, last_seq = [], False, "", after_seq
     for (pk, seq, created_at), key in zip(events, keys, strict=True):
         frame = kept.get(key)
@@ -222,7 +217,7 @@ def replay_frames(run_id: int, after_seq: int, user: Any) -> tuple[str, int]:
         status = caches["fragments"].get(status_key)
         if status is None:
             status = status_frame(Run.objects.get(pk=run_id))
-            caches["fragments"].set(status_key, status, STATUS_FRAME_SECONDS)
+            caches["fragments"].set(status_key, status, conf("STATUS_FRAME_SECONDS"))
         parts.append(status)
     if panels:
         parts.append(panels_frame(run_id, user))
@@ -240,7 +235,7 @@ def event_frames_keep(events: list[RunEvent], frames: list[tuple[str, bool]]) ->
             _event_frame_key(e.run_id, e.seq, e.created_at): frame
             for e, frame in zip(events, frames, strict=True)
         },
-        EVENT_FRAME_SECONDS,
+        conf("EVENT_FRAME_SECONDS"),
     )
 
 

@@ -385,8 +385,8 @@ class ConnectionTests:
 
 class CauseTests:
     def test_an_echoed_key_is_redacted_from_the_cause(self, monkeypatch: pytest.MonkeyPatch):
-        from debates.agents.base import Usage
         from debates.agents.remote import status_error
+        from debates.agents.usage import Usage
 
         monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-abcdefgh12345678")
         error = status_error(
@@ -402,8 +402,8 @@ class CauseTests:
         assert error.cause.startswith("The OpenAI-compatible server rejected the API key") and error.fatal
 
     def test_an_empty_account_is_a_billing_failure_not_a_rate_limit(self):
-        from debates.agents.base import Usage
         from debates.agents.remote import status_error
+        from debates.agents.usage import Usage
 
         error = status_error(
             provider="the OpenAI-compatible server",

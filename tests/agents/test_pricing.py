@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from debates.agents.base import Usage
 from debates.agents.pricing import call_estimate, price_get, price_table, tokens_estimate, usage_cost
+from debates.agents.usage import Usage
 from tests.conftest import LONG_MATERIAL
 
 SONNET, OPUS, HAIKU = "claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5"

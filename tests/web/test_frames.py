@@ -47,7 +47,7 @@ def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[Any]:
 
 
 def test_a_replay_serves_the_frames_as_published_and_renders_what_is_no_longer_kept(
-    make_run: Any, viewer: User, monkeypatch: pytest.MonkeyPatch
+    make_run: Any, viewer: User, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     run = make_run()
     assert run_to_stop(run) == "done"
@@ -71,8 +71,10 @@ def test_a_replay_serves_the_frames_as_published_and_renders_what_is_no_longer_k
     assert html == "".join(frame for frame, _ in kept) and not any(panels for _, panels in kept)
     assert "<p>kept frame 4</p>" in html
 
-    monkeypatch.setattr(frames, "UNPUBLISHED_GRACE_SECONDS", 0)  # as if committed long ago: expired, or its
-    cache.delete_many(keys[:5])  # publisher died: those are rendered again from the database, the rest served
+    # As if committed long ago: expired, or its publisher died: those are rendered again from the database, the
+    # rest served.
+    settings.DISPUTA = {**settings.DISPUTA, "UNPUBLISHED_GRACE_SECONDS": 0}
+    cache.delete_many(keys[:5])
     html, last = frames.replay_frames(run.pk, 0, viewer)
     assert [event.seq for event in rendered] == [1, 2, 3, 4, 5, 6]
     assert "<p>kept frame 4</p>" not in html and last == run.last_seq

@@ -36,7 +36,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from debates import demo
 from debates.devtools.fake_llm import FakeLLMServer
-from debates.engine.runner import run_execute
+from debates.engine.runner import RunnerOutcome, run_execute
 from debates.models import Run
 from debates.services import runs as services
 
@@ -58,8 +58,8 @@ def measure_overhead(*, ttft: float, cps: float, analysts: int, seed: int) -> di
     started = time.monotonic()
     outcome = asyncio.run(run_execute(run.pk))
     wall = time.monotonic() - started
-    if outcome != "done":
-        raise CommandError(f"bench run {run.pk} stopped with {outcome!r}")
+    if outcome != RunnerOutcome.DONE:
+        raise CommandError(f"bench run {run.pk} stopped with {outcome.value!r}")
     stages: dict[str, list[Any]] = {}
     for turn in run.turns.all():
         stages.setdefault(turn.stage, []).append(turn)
@@ -114,8 +114,8 @@ def measure_cache(*, analysts: int, seed: int) -> dict[str, Any]:
                 else:
                     os.environ[name] = value
         requests = [r for r in server.requests if r.api == "anthropic"]
-    if outcome != "done":
-        raise CommandError(f"bench run {run.pk} stopped with {outcome!r}")
+    if outcome != RunnerOutcome.DONE:
+        raise CommandError(f"bench run {run.pk} stopped with {outcome.value!r}")
     # A warm-up belongs to the stage of the call that follows it.
     stages: list[str] = []
     for request in reversed(requests):
@@ -216,8 +216,8 @@ def _template_run() -> Run:
         enqueue=False,
     )
     outcome = asyncio.run(run_execute(run.pk))
-    if outcome != "done":
-        raise CommandError(f"bench template run {run.pk} stopped with {outcome!r}")
+    if outcome != RunnerOutcome.DONE:
+        raise CommandError(f"bench template run {run.pk} stopped with {outcome.value!r}")
     run.refresh_from_db()
     return run
 

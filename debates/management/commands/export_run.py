@@ -11,9 +11,15 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from debates.exports.files import DIRECTORY_FORMATS, FORMATS, ExportUnavailable, export_file
+from debates.exports.files import (
+    ExportUnavailable,
+    directory_formats,
+    directory_note,
+    export_file,
+    export_write,
+    formats,
+)
 from debates.models import Run
-from debates.protocols.kb_debate.exports import RunDirUnavailable, run_dir_write, run_export_run_dir
 
 
 class Command(BaseCommand):
@@ -29,7 +35,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("run_id", type=int)
-        parser.add_argument("--format", default="json", choices=FORMATS)
+        parser.add_argument("--format", default="json", choices=formats())
         parser.add_argument("--out", type=Path, required=True)
 
     def handle(self, *args: Any, run_id: int, format: str, out: Path, **options: Any) -> None:
@@ -37,12 +43,8 @@ class Command(BaseCommand):
             run = Run.objects.get(pk=run_id)
         except Run.DoesNotExist:
             raise CommandError(f"No run with id {run_id}.") from None
-        as_directory = format in DIRECTORY_FORMATS and out.suffix.lower() != ".zip"
-        if as_directory and format == "run-dir":
-            self._run_dir(run, out)
-            return
-        if as_directory and format == "artifacts":
-            self._artifacts(run, out)
+        if format in directory_formats() and out.suffix.lower() != ".zip":
+            self._directory(run, format, out)
             return
         try:
             export = export_file(run, format)
@@ -52,32 +54,14 @@ class Command(BaseCommand):
         out.write_bytes(export.content)
         self.stdout.write(str(out))
 
-    def _artifacts(self, run: Run, out: Path) -> None:
-        from debates.protocols.consultation.exports import (
-            ArtifactsUnavailable,
-            artifacts_write,
-            consultation_artifacts,
-        )
-
+    def _directory(self, run: Run, format: str, out: Path) -> None:
+        """A directory format written into the new or empty directory `out`."""
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise CommandError(
-                f"--out {out}: exists and is not an empty directory; artifacts go into a new one."
+                f"--out {out}: exists and is not an empty directory; {directory_note(format)}."
             )
         try:
-            files = consultation_artifacts(run)
-        except ArtifactsUnavailable as error:
-            raise CommandError(f"--format artifacts: {error}.") from None
-        artifacts_write(files, out)
-        self.stdout.write(str(out))
-
-    def _run_dir(self, run: Run, out: Path) -> None:
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise CommandError(
-                f"--out {out}: exists and is not an empty directory; a run directory is written into a new one."
-            )
-        try:
-            files = run_export_run_dir(run)
-        except RunDirUnavailable as error:
-            raise CommandError(f"--format run-dir: {error}.") from None
-        run_dir_write(files, out)
+            export_write(run, format, out)
+        except ExportUnavailable as error:
+            raise CommandError(f"--format {format}: {error}.") from None
         self.stdout.write(str(out))

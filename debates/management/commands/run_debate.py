@@ -20,19 +20,6 @@ from debates.engine.view import run_view_load
 from debates.platform.conf import conf
 from debates.services import runs as services
 
-DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
-    "cross-examination": {"analysts": demo.DEMO_ANALYSTS, "examiner": "agent", "questions_per_analyst": 3},
-    # Headless: no human at the moderator's seat, and proposed KB changes are applied through the discipline.
-    "kb-debate": {"moderator": "agent", "auto_approve": True},
-    # Headless: the evidence-review gate proceeds; the options come from --config '{"options": ["X", "Y"]}'.
-    "comparative": {"evidence_review": "proceed"},
-    # Needs --kb with a data KB (e.g. market-2026-q4); slices default to the sections that KB has.
-    "market-panel": {"lenses": ["technical", "fundamental", "macro", "sentiment"], "arguments_max": 4},
-    # The default panel in converge mode. Its cost gate: a simulated run's nominal estimate is approved (it costs
-    # nothing); a paid run above the auto-approve amount needs --yes, as the seed's non-interactive mode.
-    "consultation": {"mode": "converge"},
-}
-
 
 class Command(BaseCommand):
     help = "Run a debate headless to the end. Human seats are not allowed; prints the run id last."
@@ -73,7 +60,7 @@ class Command(BaseCommand):
                 slugs = ", ".join(KnowledgeBase.objects.values_list("slug", flat=True)) or "none imported"
                 raise CommandError(f"--kb: no knowledge base {opts['kb']!r} (available: {slugs}).")
         try:
-            registry.get(opts["protocol"])
+            protocol = registry.get(opts["protocol"])
         except LookupError as error:
             raise CommandError(str(error)) from None
         try:
@@ -81,7 +68,7 @@ class Command(BaseCommand):
             backend_options = json.loads(opts["options"])
         except json.JSONDecodeError as error:
             raise CommandError(f"--config/--options is not valid JSON: {error}") from None
-        config = {**DEFAULT_CONFIGS.get(opts["protocol"], {}), **overrides}
+        config = {**protocol.headless_config, **overrides}  # the protocol's headless defaults
         if config.get("examiner") == "human" or config.get("moderator") == "human":
             raise CommandError("A headless run cannot seat a human: set the examiner / moderator to 'agent'.")
         if config.get("evidence_review") == "human":
@@ -119,7 +106,6 @@ class Command(BaseCommand):
                 f"${conf('CONSENT_THRESHOLD_USD')}; re-run with --yes to approve it (the run was cancelled)."
             )
 
-        protocol = registry.get(run.protocol)
         total = protocol.expected_turns(run_view_load(run))
         stream: Any = self.stderr._out  # the raw stream: OutputWrapper would add a newline to every redraw
         bar = tqdm(

@@ -1,4 +1,4 @@
-"""`manage.py serve_scaled`: the scaled setup on one machine (issue 9): the database migrated, then one Daphne
+"""`manage.py serve_scaled`: the scaled setup on one machine: the database migrated, then one Daphne
 process serving pages and websockets and N `worker` processes running debates, started and stopped together by
 honcho's process manager (Ctrl-C stops all; if one dies, honcho stops the others, as a Procfile runner does).
 

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections, connections
 
-from debates.engine.runner import run_execute
+from debates.engine.runner import RunnerOutcome, run_execute
 from debates.services.runs import runs_to_take_over
 
 log = logging.getLogger("debates.worker")
@@ -31,9 +31,7 @@ def worker_warm_up() -> None:
     event loop while the debate's viewers wait: load the URLconf (templates reverse URLs; a worker serves no
     request that would load it), the templates and what they load on first render (the locale's date formats, the
     integrity panel's signals), import the channel layer's client and the agent backends this process can run, and
-    open the database and the caches. Cold, ten fresh workers starting their debates together took 0.3 s to
-    publish their first event (bench fanout): they were all importing the Redis client and the simulated agents on
-    two cores."""
+    open the database and the caches."""
     from channels.layers import get_channel_layer
     from django.core.cache import cache, caches
     from django.template.loader import get_template
@@ -163,7 +161,7 @@ class Command(BaseCommand):
         random.shuffle(ready)
         for run_id in ready:
             outcome = async_to_sync(run_execute)(run_id, lease_wait=0)
-            if outcome != "lease-busy":
+            if outcome != RunnerOutcome.LEASE_BUSY:
                 log.info("worker %s: took over run %s: %s", worker_id, run_id, outcome)
                 return True
         return False

@@ -6,10 +6,32 @@ outcome only, so it reads the same whenever it is exported."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from debates.briefs import md_line
-from debates.models import Run
+from debates.contract import ExportFile, ExportUnavailable
+from debates.platform.markdown import dated_filename, md_line
+
+if TYPE_CHECKING:
+    from debates.models import Run
+
+# Why a run of another protocol has no review (ExportFormat.refusal: the format is the comparative brief's).
+BRIEF_REFUSAL = (
+    "run {pk} is a {protocol} run; the decision brief is written for comparative and adversarial runs"
+)
+
+
+def review_filename(run: Run) -> str:
+    """`YYYY-MM-DD-review-<slug>.md`, as the decision brief is named (slug about 40 characters)."""
+    return dated_filename((run.finished_at or run.created_at).date(), "review", run.topic, run.pk)
+
+
+def review_file(run: Run) -> ExportFile:
+    """`--format brief` of an adversarial run: the Competitive Review, Markdown."""
+    if not run.outcome:
+        raise ExportUnavailable(f"run {run.pk} has no outcome yet ({run.status})")
+    return ExportFile(
+        review_filename(run), "text/markdown; charset=utf-8", adversarial_review_md(run).encode()
+    )
 
 
 def _one_line(value: Any) -> str:

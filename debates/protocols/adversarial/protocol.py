@@ -20,9 +20,20 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from debates.contract import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.contract import (
+    Done,
+    ExportFormat,
+    Plan,
+    Protocol,
+    RunView,
+    SeatSignals,
+    SeatSpec,
+    Stage,
+    Step,
+    Steps,
+)
 from debates.engine.registry import register
-from debates.protocols.adversarial import schema
+from debates.protocols.adversarial import exports, schema, signals
 from debates.protocols.fallback import Chain, failure_reason
 
 KEY_CASE = "r1/case/advocate"
@@ -147,7 +158,7 @@ def _quote_errors(items: Sequence[tuple[str, str]], material: str, artifact: str
 
 
 @register
-class Adversarial(Protocol):
+class Adversarial(Protocol[AdversarialConfig]):
     name = "adversarial"
     title = "Adversarial review (advocate vs challenger)"
     description = (
@@ -162,9 +173,29 @@ class Adversarial(Protocol):
         Stage("judgement", "Judge"),
         Stage("done", "Competitive review"),
     )
+    form = "debates.protocols.adversarial.form.AdversarialForm"
+    export_formats = (
+        ExportFormat(
+            "brief",
+            build=exports.review_file,
+            refusal=exports.BRIEF_REFUSAL,
+            label="Competitive review",
+            url_name="run-export-brief",
+            outcome_label="Competitive review (Markdown)",
+            needs_outcome=True,
+        ),
+    )
 
-    def seats(self, config: BaseModel) -> list[SeatSpec]:
-        assert isinstance(config, AdversarialConfig)
+    def seat_signals(
+        self,
+        outcome: Mapping[str, Any],
+        config: Mapping[str, Any],
+        names: Mapping[str, str],
+        turns: Sequence[tuple[str, str, Any]],
+    ) -> SeatSignals:
+        return signals.seat_signals(outcome, config, names, turns)
+
+    def seats(self, config: AdversarialConfig) -> list[SeatSpec]:
         artifact = config.artifact_type
         return [
             SeatSpec(
@@ -187,8 +218,7 @@ class Adversarial(Protocol):
     # --- planning -------------------------------------------------------------------------------------------
 
     def plan(self, view: RunView) -> Plan:
-        config = view.config
-        assert isinstance(config, AdversarialConfig)
+        config = self.view_config(view)
         artifact = config.artifact_type
         if not view.material.strip():
             return Done(
@@ -241,8 +271,7 @@ class Adversarial(Protocol):
         return Done(self._outcome(view, chain))
 
     def _common_context(self, view: RunView) -> dict[str, Any]:
-        config = view.config
-        assert isinstance(config, AdversarialConfig)
+        config = self.view_config(view)
         return {"artifact_type": config.artifact_type, "framework": list(config.framework)}
 
     def _side_step(self, view: RunView, key: str) -> Step:
@@ -394,8 +423,7 @@ class Adversarial(Protocol):
         return max(3, len(view.turns))  # two sides and one judge, whichever way it degrades
 
     def _outcome(self, view: RunView, chain: Chain) -> dict[str, Any]:
-        config = view.config
-        assert isinstance(config, AdversarialConfig)
+        config = self.view_config(view)
         case = view.payload(KEY_CASE)
         concerns_payload = view.payload(KEY_CONCERNS)
         judgement = view.payload(KEY_JUDGEMENT) if chain.mode in {"full", "one-sided"} else None

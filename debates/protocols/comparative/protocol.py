@@ -14,9 +14,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from debates.contract import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.contract import (
+    Done,
+    ExportFormat,
+    Plan,
+    Protocol,
+    RunView,
+    SeatSignals,
+    SeatSpec,
+    Stage,
+    Step,
+    Steps,
+)
 from debates.engine.registry import register
-from debates.protocols.comparative import schema
+from debates.protocols.comparative import exports, schema, signals
 from debates.protocols.fallback import Chain, failure_reason
 
 WEIGHTS = {"High": 3, "Medium": 2, "Low": 1}
@@ -424,7 +435,7 @@ class Setup:
 
 
 @register
-class Comparative(Protocol):
+class Comparative(Protocol[ComparativeConfig]):
     name = "comparative"
     title = "Comparative (weighted scorecard)"
     description = (
@@ -442,6 +453,33 @@ class Comparative(Protocol):
         Stage("judgement", "Judge"),
         Stage("done", "Scorecard"),
     )
+    form = "debates.protocols.comparative.form.ComparativeForm"
+    # Headless: the evidence-review gate proceeds; the options come from --config '{"options": ["X", "Y"]}'.
+    headless_config = {"evidence_review": "proceed"}
+    export_formats = (
+        ExportFormat(
+            "brief",
+            build=exports.brief_file,
+            refusal=exports.BRIEF_REFUSAL,
+            label="Decision brief",
+            url_name="run-export-brief",
+            outcome_label="Decision brief (Markdown)",
+            needs_outcome=True,
+        ),
+    )
+    signal_tasks = signals.TASKS
+
+    def seat_signals(
+        self,
+        outcome: Mapping[str, Any],
+        config: Mapping[str, Any],
+        names: Mapping[str, str],
+        turns: Sequence[tuple[str, str, Any]],
+    ) -> SeatSignals:
+        return signals.seat_signals(outcome, config, names, turns)
+
+    def arithmetic_mismatches(self, outcome: Mapping[str, Any]) -> list[Any] | None:
+        return signals.arithmetic_mismatches(outcome)
 
     def prepare(self, config: dict[str, Any], kb: Any) -> dict[str, Any]:
         config = dict(config)
@@ -476,8 +514,7 @@ class Comparative(Protocol):
             config["evidence"] = evidence
         return config
 
-    def seats(self, config: BaseModel) -> list[SeatSpec]:
-        assert isinstance(config, ComparativeConfig)
+    def seats(self, config: ComparativeConfig) -> list[SeatSpec]:
         seats = [
             SeatSpec("advocate-a", f"Advocate for {config.option_a}"[:100], "advocate", LENS_SHORT["A"]),
             SeatSpec("advocate-b", f"Advocate for {config.option_b}"[:100], "advocate", LENS_SHORT["B"]),
@@ -490,8 +527,7 @@ class Comparative(Protocol):
     # --- planning ---------------------------------------------------------------------------------------------
 
     def setup(self, view: RunView) -> Setup:
-        config = view.config
-        assert isinstance(config, ComparativeConfig)
+        config = self.view_config(view)
         setup = Setup(
             criteria=[c.model_dump() for c in config.criteria],
             evidence=[e.model_dump() for e in config.evidence],
@@ -511,8 +547,7 @@ class Comparative(Protocol):
         return setup
 
     def plan(self, view: RunView) -> Plan:
-        config = view.config
-        assert isinstance(config, ComparativeConfig)
+        config = self.view_config(view)
         setup = self.setup(view)
         if not setup.passed:
             return Steps((self._review_step(view, setup, len(setup.reviews) + 1),))
@@ -586,8 +621,7 @@ class Comparative(Protocol):
         return Done(self._outcome(view, setup, chain, openings, rebuttals, judgement))
 
     def _common(self, view: RunView, setup: Setup) -> dict[str, Any]:
-        config = view.config
-        assert isinstance(config, ComparativeConfig)
+        config = self.view_config(view)
         return {
             "decision": view.topic,
             "decision_type": config.decision_type,
@@ -636,8 +670,7 @@ class Comparative(Protocol):
         )
 
     def _rebuttal_step(self, view: RunView, setup: Setup, option: str, openings: Mapping[str, Any]) -> Step:
-        config = view.config
-        assert isinstance(config, ComparativeConfig)
+        config = self.view_config(view)
         names = {"A": config.option_a, "B": config.option_b}
         return Step(
             key=key_rebuttal(option),
@@ -818,8 +851,7 @@ class Comparative(Protocol):
     # --- progress and outcome ------------------------------------------------------------------------------------
 
     def expected_turns(self, view: RunView) -> int:
-        config = view.config
-        assert isinstance(config, ComparativeConfig)
+        config = self.view_config(view)
         reviews = sum(1 for key in view.turns if key.startswith("r0/"))
         rounds = {"team": 5, "subagent": 3, "single": 1}[config.mode]
         return max(len(view.turns), reviews + rounds)

@@ -13,14 +13,26 @@ is rebuilt at export time, so the files are what the run recorded."""
 
 from __future__ import annotations
 
+import io
 import json
+import tempfile
+import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from debates.models import Run
+from debates.contract import ExportFile, ExportUnavailable
+
+if TYPE_CHECKING:
+    from debates.models import Run
+
+PROTOCOL = "consultation"
+# Why a run of another protocol has none (ExportFormat.refusal).
+ARTIFACTS_REFUSAL = "only a consultation run has round artifacts (run {pk} is {protocol})"
+# 1980-01-01, the earliest time a zip can record: the same state gives the same bytes.
+ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
 
 
-class ArtifactsUnavailable(Exception):
+class ArtifactsUnavailable(ExportUnavailable):
     pass
 
 
@@ -72,10 +84,8 @@ def consultation_snapshot(run: Run) -> dict[str, Any]:
 
 def consultation_artifacts(run: Run) -> dict[str, dict[str, Any]]:
     """{file name: JSON document} for the run's round artifacts and its state snapshot."""
-    if run.protocol != "consultation":
-        raise ArtifactsUnavailable(
-            f"only a consultation run has round artifacts (run {run.pk} is {run.protocol})"
-        )
+    if run.protocol != PROTOCOL:
+        raise ArtifactsUnavailable(ARTIFACTS_REFUSAL.format(pk=run.pk, protocol=run.protocol))
     files: dict[str, dict[str, Any]] = {}
     for payload in run.events.filter(kind="round_artifact").order_by("seq").values_list("payload", flat=True):
         if payload.get("artifact"):
@@ -92,3 +102,31 @@ def artifacts_write(files: dict[str, dict[str, Any]], out: Path) -> list[Path]:
         path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(path)
     return written
+
+
+def artifacts_to(run: Run, out: Path) -> list[Path]:
+    """`--format artifacts --out DIR`: the round artifacts written into `out`."""
+    return artifacts_write(consultation_artifacts(run), out)
+
+
+def artifacts_file(run: Run) -> ExportFile:
+    """`--format artifacts` as one file: the files `artifacts_to` writes, written by it, as a zip."""
+    documents = consultation_artifacts(run)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        artifacts_write(documents, root)
+        files = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    return ExportFile(f"disputa-run-{run.pk}-artifacts.zip", "application/zip", files_zip(files))
+
+
+def files_zip(files: dict[str, bytes]) -> bytes:
+    """A deterministic zip: sorted names, fixed timestamps and modes, deflated."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=ZIP_DATE_TIME)
+            info.create_system = 3
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o100644 << 16
+            archive.writestr(info, files[name])
+    return buffer.getvalue()

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from debates.contract import (
     Done,
+    ExportFormat,
     Panel,
     Plan,
     Protocol,
@@ -39,7 +40,7 @@ from debates.contract import (
     Transition,
 )
 from debates.engine.registry import register
-from debates.protocols.consultation import schema
+from debates.protocols.consultation import exports, schema
 
 # --- the state machine (seed 001, ConsultState) ---------------------------------------------------------------
 
@@ -371,7 +372,7 @@ ARTIFACT_TYPES = {
 
 
 @register
-class Consultation(Protocol):
+class Consultation(Protocol[ConsultationConfig]):
     name = "consultation"
     title = "Consultation (4 rounds: independent, synthesis, cross-exam, verdict)"
     description = (
@@ -388,6 +389,21 @@ class Consultation(Protocol):
         Stage("verdict", "R4 Verdict"),
     )
     estimates_simulated = True
+    form = "debates.protocols.consultation.form.ConsultationForm"
+    # The default panel in converge mode. Its cost gate: a simulated run's nominal estimate is approved (it costs
+    # nothing); a paid run above the auto-approve amount needs --yes, as the seed's non-interactive mode.
+    headless_config = {"mode": "converge"}
+    export_formats = (
+        ExportFormat(
+            "artifacts",
+            build=exports.artifacts_file,
+            refusal=exports.ARTIFACTS_REFUSAL,
+            label="Round artifacts (zip)",
+            url_name="run-export-artifacts",
+            write=exports.artifacts_to,
+            directory_note="artifacts go into a new one",
+        ),
+    )
 
     panels = (
         Panel(
@@ -398,23 +414,20 @@ class Consultation(Protocol):
         ),
     )
 
-    def seats(self, config: BaseModel) -> list[SeatSpec]:
-        assert isinstance(config, ConsultationConfig)
+    def seats(self, config: ConsultationConfig) -> list[SeatSpec]:
         seats = [SeatSpec(agent_handle(a.name), a.name, "agent", a.lens) for a in config.agents]
         seats.append(
             SeatSpec("judge", "Judge", "judge", "impartial synthesiser: names consensus and real tensions")
         )
         return seats
 
-    def consent_threshold(self, config: BaseModel) -> Decimal | None:
-        assert isinstance(config, ConsultationConfig)
+    def consent_threshold(self, config: ConsultationConfig) -> Decimal | None:
         return config.auto_approve_under_usd
 
     # --- planning -----------------------------------------------------------------------------------------------
 
     def plan(self, view: RunView) -> Plan:
-        config = view.config
-        assert isinstance(config, ConsultationConfig)
+        config = self.view_config(view)
         over = cost_exceeded(view)
         if over:
             return Done(self._outcome(view, "aborted", over), failed=True, reason=over)
@@ -486,8 +499,7 @@ class Consultation(Protocol):
         return positions
 
     def _early(self, view: RunView) -> EarlyCheck:
-        config = view.config
-        assert isinstance(config, ConsultationConfig)
+        config = self.view_config(view)
         synthesis = view.payload(KEY_SYNTHESIS)
         if synthesis is None:
             return EarlyCheck(checked=False)
@@ -500,8 +512,7 @@ class Consultation(Protocol):
         )
 
     def _common(self, view: RunView, seat: str) -> dict[str, Any]:
-        config = view.config
-        assert isinstance(config, ConsultationConfig)
+        config = self.view_config(view)
         return {
             "name": view.seats[seat].name,
             "lens": view.seats[seat].lens,
@@ -566,8 +577,7 @@ class Consultation(Protocol):
         )
 
     def _verdict_step(self, view: RunView, synthesis: Mapping[str, Any]) -> Step:
-        config = view.config
-        assert isinstance(config, ConsultationConfig)
+        config = self.view_config(view)
         cross = view.payload(KEY_CROSS_EXAM) or {}
         return Step(
             key=KEY_VERDICT,
@@ -614,8 +624,7 @@ class Consultation(Protocol):
 
     def _reasons(self, view: RunView) -> dict[str, str]:
         """Why the consultation enters each state, as far as the view tells."""
-        config = view.config
-        assert isinstance(config, ConsultationConfig)
+        config = self.view_config(view)
         agents = len(self._agent_handles(view))
         estimate = view.estimate_usd
         threshold = self.threshold(config)
@@ -735,8 +744,7 @@ class Consultation(Protocol):
     # --- progress and outcome -----------------------------------------------------------------------------------
 
     def expected_turns(self, view: RunView) -> int:
-        config = view.config
-        assert isinstance(config, ConsultationConfig)
+        config = self.view_config(view)
         agents = len(self._agent_handles(view))
         rounds = config.max_rounds
         if view.payload(KEY_SYNTHESIS) is not None and self._early(view).terminate:
@@ -750,8 +758,7 @@ class Consultation(Protocol):
         return max(expected, len(view.turns))
 
     def _outcome(self, view: RunView, status: str, reason: str) -> dict[str, Any]:
-        config = view.config
-        assert isinstance(config, ConsultationConfig)
+        config = self.view_config(view)
         names = self._names(view)
         synthesis_payload = view.payload(KEY_SYNTHESIS)
         synthesis, warnings = synthesis_clean(synthesis_payload) if synthesis_payload else (None, [])

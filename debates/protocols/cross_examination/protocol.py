@@ -5,15 +5,16 @@ its graceful degradation, lives in this module."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from django.utils.text import slugify
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from debates.contract import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates import demo
+from debates.contract import Done, Plan, Protocol, RunView, SeatSignals, SeatSpec, Stage, Step, Steps
 from debates.engine.registry import register
-from debates.protocols.cross_examination import schema
+from debates.protocols.cross_examination import schema, signals
 
 MIN_QUESTIONS, MAX_QUESTIONS = 2, 3
 
@@ -63,7 +64,7 @@ def _normalise(text: str) -> str:
 
 
 @register
-class CrossExamination(Protocol):
+class CrossExamination(Protocol[CrossExaminationConfig]):
     name = "cross-examination"
     title = "Cross-examination"
     description = (
@@ -80,9 +81,20 @@ class CrossExamination(Protocol):
         Stage("assessment", "Assessment"),
         Stage("done", "Summary"),
     )
+    form = "debates.protocols.cross_examination.form.CrossExaminationForm"
+    form_default = True
+    headless_config = {"analysts": demo.DEMO_ANALYSTS, "examiner": "agent", "questions_per_analyst": 3}
 
-    def seats(self, config: BaseModel) -> list[SeatSpec]:
-        assert isinstance(config, CrossExaminationConfig)
+    def seat_signals(
+        self,
+        outcome: Mapping[str, Any],
+        config: Mapping[str, Any],
+        names: Mapping[str, str],
+        turns: Sequence[tuple[str, str, Any]],
+    ) -> SeatSignals:
+        return signals.seat_signals(outcome, config, names, turns)
+
+    def seats(self, config: CrossExaminationConfig) -> list[SeatSpec]:
         seats = [SeatSpec(analyst_handle(a.name), a.name, "analyst", a.lens) for a in config.analysts]
         seats.append(SeatSpec("examiner", "Examiner", "examiner", "", human=config.examiner == "human"))
         return seats
@@ -90,8 +102,6 @@ class CrossExamination(Protocol):
     # --- planning -------------------------------------------------------------------------------------------
 
     def plan(self, view: RunView) -> Plan:
-        config = view.config
-        assert isinstance(config, CrossExaminationConfig)
         analysts = view.seats_with_role("analyst")
 
         pending = [a for a in analysts if not view.finished(_key_analysis(a.handle))]
@@ -151,8 +161,7 @@ class CrossExamination(Protocol):
         )
 
     def _questions_step(self, view: RunView, analyses: Mapping[str, Mapping[str, Any]]) -> Step:
-        config = view.config
-        assert isinstance(config, CrossExaminationConfig)
+        config = self.view_config(view)
         return Step(
             key=KEY_QUESTIONS,
             seat="examiner",

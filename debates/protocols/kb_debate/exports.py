@@ -12,11 +12,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from debates.contract import KbView, RunView
-from debates.models import Run
-from debates.protocols.kb_debate.protocol import Entry, Ledger, TurnInfo, debater_handle
+from debates.contract import ExportFile, ExportUnavailable, KbView, RunView
+from debates.platform.markdown import one_line
 
 if TYPE_CHECKING:
+    from debates.models import Run
+    from debates.protocols.kb_debate.protocol import Entry, Ledger, TurnInfo
     from kb.models import ProposedMutation, Revision
 
 
@@ -94,6 +95,11 @@ def _mutation_json(mutation: ProposedMutation) -> dict[str, Any]:
 
 # Protocols whose runs have a seed-002 run directory.
 RUN_DIR_PROTOCOLS = ("kb-debate",)
+# Why a run of another protocol has none (ExportFormat.refusal).
+RUN_DIR_REFUSAL = (
+    "run {pk} is a {protocol} run; only " + ", ".join(RUN_DIR_PROTOCOLS) + " runs have a run directory — use "
+    "--format json"
+)
 # Directories of the layout that may hold no file. A {path: text} dict cannot hold an empty directory, and the
 # layout does not call for a marker file in it, so none is invented: the writers create these directories
 # themselves (run_dir_write makes them on disk, run_export_zip adds a directory entry), which keeps the
@@ -105,12 +111,8 @@ SNAPSHOT_DIR = "kb-snapshot-construction/"
 ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
 
 
-class RunDirUnavailable(ValueError):
+class RunDirUnavailable(ExportUnavailable, ValueError):
     """This run has no run directory (another protocol, no KB, no snapshot); the message says why."""
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
 
 
 def _turns_text(numbers: Sequence[int]) -> str:
@@ -160,11 +162,11 @@ class _RunDoc:
         if argument is None:
             return f"{arg_id} (not in the KB)"
         rated = f", status: {self.status_at(arg_id, number)}" if status else ""
-        return f"{arg_id} (layer: {argument.layer}, scope: {_one_line(argument.scope)}{rated})"
+        return f"{arg_id} (layer: {argument.layer}, scope: {one_line(argument.scope)}{rated})"
 
     def claim_of(self, entry_id: str) -> str:
         entry = self.ledger.entries.get(entry_id)
-        return _one_line(entry.claim) if entry else ""
+        return one_line(entry.claim) if entry else ""
 
 
 def _citations(args: Sequence[str], sources: Sequence[str]) -> str:
@@ -180,7 +182,7 @@ def _claims_md(doc: _RunDoc, number: int, claims: Sequence[Mapping[str, Any]], h
     for index, claim in enumerate(claims):
         label = f"{ids[index]}: " if index < len(ids) else ""
         lines.append(
-            f"- {label}{_one_line(claim['text'])} — presented as {claim.get('presented_as', '')}; cites "
+            f"- {label}{one_line(claim['text'])} — presented as {claim.get('presented_as', '')}; cites "
             f"{_citations(claim.get('args', []), claim.get('sources', []))}"
         )
     return [*lines, ""]
@@ -193,11 +195,11 @@ def _mutation_what(m: Mapping[str, Any]) -> str:
     if kind == "new-edge":
         return f"{m.get('src', '')} {m.get('edge_type', '')} {m.get('target', '')}"
     if kind == "criticism-append":
-        return f"{m.get('source', '')}: {_one_line(m.get('text', ''))}"
+        return f"{m.get('source', '')}: {one_line(m.get('text', ''))}"
     if kind == "traceback-append":
-        return f"{m.get('arg_id', '')}: {_one_line(m.get('text', ''))}"
+        return f"{m.get('arg_id', '')}: {one_line(m.get('text', ''))}"
     arguments = ", ".join(m.get("arguments", []))
-    return f"“{_one_line(m.get('title', ''))}” ({m.get('contradiction_type', '')}; {arguments})"
+    return f"“{one_line(m.get('title', ''))}” ({m.get('contradiction_type', '')}; {arguments})"
 
 
 def _mutation_outcome(row: ProposedMutation | None) -> str:
@@ -208,7 +210,7 @@ def _mutation_outcome(row: ProposedMutation | None) -> str:
     if row.status == "pending":
         return "pending approval"
     if row.status in ("refused", "rejected"):
-        return f"{row.status}: {_one_line(row.reason)}" if row.reason else str(row.status)
+        return f"{row.status}: {one_line(row.reason)}" if row.reason else str(row.status)
     return str(row.status)
 
 
@@ -227,7 +229,7 @@ def _mutations_md(doc: _RunDoc, key: str, payload: Mapping[str, Any]) -> list[st
         )
         lines.append(
             f"- {m.get('kind', '')}: {_mutation_what(m)} — {_mutation_outcome(row)}. "
-            f"Justification: {_one_line(m.get('justification', ''))}"
+            f"Justification: {one_line(m.get('justification', ''))}"
         )
     return [*lines, ""]
 
@@ -239,7 +241,7 @@ def _deflection_md(doc: _RunDoc, number: int, d: Mapping[str, Any]) -> str:
         f"Deflection: Position {d['position']} has cited {cited} across {_turns_text(d['turns'])} "
         f"to address {doc.arg_text(target, number, status=False)}."
     )
-    text = _one_line(d.get("text", ""))
+    text = one_line(d.get("text", ""))
     if not text:
         relations = {
             "layer-shift-from": "layer-shifts from",
@@ -258,7 +260,7 @@ def _deflection_md(doc: _RunDoc, number: int, d: Mapping[str, Any]) -> str:
 
 
 def _ruling_md(doc: _RunDoc, r: Mapping[str, Any]) -> list[str]:
-    justification = _one_line(r["justification"]).rstrip(".")
+    justification = one_line(r["justification"]).rstrip(".")
     return [
         f'Ruling: claim "{doc.claim_of(r["entry"])}" ({r["arg_id"]}) is CLOSED as {r["closed_as"]}.',
         f"Justification: {justification} (debate {_turns_text(r['turns'])}).",
@@ -300,14 +302,13 @@ def _moderator_md(doc: _RunDoc, number: int, p: Mapping[str, Any]) -> list[str]:
     if p.get("presses"):
         lines += ["**Presses**", ""]
         lines += [
-            f"- {x['entry']} (“{doc.claim_of(x['entry'])}”): {_one_line(x['text'])}" for x in p["presses"]
+            f"- {x['entry']} (“{doc.claim_of(x['entry'])}”): {one_line(x['text'])}" for x in p["presses"]
         ]
         lines.append("")
     if p.get("callouts"):
         lines += ["**Callouts**", ""]
         lines += [
-            f"- {c['type']} — {c['position']}, turn {c['turn']}: {_one_line(c['text'])}"
-            for c in p["callouts"]
+            f"- {c['type']} — {c['position']}, turn {c['turn']}: {one_line(c['text'])}" for c in p["callouts"]
         ]
         lines.append("")
     for d in p.get("deflections", []):
@@ -323,7 +324,7 @@ def _moderator_md(doc: _RunDoc, number: int, p: Mapping[str, Any]) -> list[str]:
                 if o["decision"] == "reaffirm"
                 else "the closure is lifted; the claim reopens"
             )
-            lines.append(f"- {o['entry']}: {o['decision']} — {effect}. {_one_line(o['text'])}")
+            lines.append(f"- {o['entry']}: {o['decision']} — {effect}. {one_line(o['text'])}")
         lines.append("")
     return lines
 
@@ -334,8 +335,8 @@ def _verdict_lines(verdict: Mapping[str, Any]) -> list[str]:
         lines.append(f"- **Position**: {verdict['position']}")
     return [
         *lines,
-        f"- **Evidentiary strength of central claims**: {_one_line(verdict.get('evidence', ''))}",
-        f"- **Engagement with central questions**: {_one_line(verdict.get('engagement', ''))}",
+        f"- **Evidentiary strength of central claims**: {one_line(verdict.get('evidence', ''))}",
+        f"- **Engagement with central questions**: {one_line(verdict.get('engagement', ''))}",
     ]
 
 
@@ -354,7 +355,7 @@ def _turn_md(doc: _RunDoc, info: TurnInfo) -> list[str]:
     lines = [f"## Turn {info.number} — {info.seat} ({doc.role(info.seat)}, {info.task})", ""]
     turn = doc.view.turns[info.key]
     if turn.failed:
-        return [*lines, f"**Failed**: {_one_line(turn.error) or 'no error recorded'}", ""]
+        return [*lines, f"**Failed**: {one_line(turn.error) or 'no error recorded'}", ""]
     if not turn.committed or turn.payload is None:
         return [*lines, "_In progress when exported: not committed._", ""]
     payload = turn.payload
@@ -381,6 +382,8 @@ def _md(lines: list[str]) -> str:
 
 
 def _transcript_md(doc: _RunDoc, seat: str | None) -> str:
+    from debates.protocols.kb_debate.protocol import debater_handle
+
     run, kb = doc.run, doc.run.kb
     assert kb is not None
     positions = ", ".join(f"{p} ({debater_handle(p)})" for p in getattr(doc.view.config, "positions", []))
@@ -388,7 +391,7 @@ def _transcript_md(doc: _RunDoc, seat: str | None) -> str:
         lines = [
             "# Transcript",
             "",
-            f"- **Topic**: {_one_line(run.topic)}",
+            f"- **Topic**: {one_line(run.topic)}",
             f"- **Knowledge base**: {kb.title} ({kb.slug})",
             f"- **Positions**: {positions}",
             f"- **Run**: {run.pk} ({run.protocol}, {run.status})",
@@ -401,7 +404,7 @@ def _transcript_md(doc: _RunDoc, seat: str | None) -> str:
             f"# Transcript — {seat}",
             "",
             f"- **Seat**: {name} ({doc.role(seat)})",
-            f"- **Topic**: {_one_line(run.topic)}",
+            f"- **Topic**: {one_line(run.topic)}",
             f"- **Run**: {run.pk} ({run.protocol}, {run.status})",
             "",
             "Only this seat's turns; the numbers are the debate's turn numbers (see ../../transcript.md).",
@@ -424,7 +427,7 @@ def _ledger_md(doc: _RunDoc) -> str:
         asserter = doc.ledger.turns[entry.turn - 1].seat
         references = [f"{r['arg']} (KB-rated {r['status']})" for r in data["references"]] + entry.sources
         lines += [
-            f"## {entry.id}: {_one_line(entry.claim)}",
+            f"## {entry.id}: {one_line(entry.claim)}",
             "",
             f"- **Asserted by**: {asserter} (debate turn {entry.turn})",
             f"- **References**: {', '.join(references) or 'none (untraced)'}",
@@ -442,7 +445,7 @@ def _ledger_md(doc: _RunDoc) -> str:
 
 def _closure_text(entry: Entry) -> str:
     closure = entry.closure or {}
-    justification = _one_line(closure.get("justification", "")).rstrip(".")
+    justification = one_line(closure.get("justification", "")).rstrip(".")
     text = (
         f"ruled by moderator at turn {closure.get('turn')} as {closure.get('as')}; "
         f"“{closure.get('ruling', '')}” Justification: {justification} "
@@ -466,7 +469,7 @@ def _notes_text(doc: _RunDoc, entry: Entry) -> str:
             notes.append(
                 f"{arg_id} downgraded during the debate: {argument.snapshot_status} → {argument.status}"
             )
-    notes += [_one_line(n) for n in entry.notes]
+    notes += [one_line(n) for n in entry.notes]
     closure = entry.closure or {}
     if "reversed_at" in closure and entry.objection:
         notes.append(
@@ -484,9 +487,9 @@ def _synthesis_file_md(doc: _RunDoc) -> str:
         (t for t in doc.view.turns.values() if t.task == "verdict-review" and t.committed and t.payload),
         None,
     )
-    lines = ["# Synthesis", "", f"- **Topic**: {_one_line(doc.run.topic)}", ""]
+    lines = ["# Synthesis", "", f"- **Topic**: {one_line(doc.run.topic)}", ""]
     if synthesis is None or synthesis.payload is None:
-        reason = f": {_one_line(doc.run.status_reason)}" if doc.run.status_reason else ""
+        reason = f": {one_line(doc.run.status_reason)}" if doc.run.status_reason else ""
         lines += [f"_No synthesis has been committed (run {doc.run.status}{reason})._", ""]
     else:
         lines += [
@@ -506,7 +509,7 @@ def _synthesis_file_md(doc: _RunDoc) -> str:
             f"- **Decision**: {decision} — {said.get(str(decision), str(decision))}",
         ]
         if str(review.payload.get("text", "")).strip():
-            lines.append(f"- **Text**: {_one_line(review.payload['text'])}")
+            lines.append(f"- **Text**: {one_line(review.payload['text'])}")
         lines.append("")
     revisions = sorted({m.revision.r_id for m in doc.mutations if m.revision is not None})
     logged = (
@@ -542,10 +545,7 @@ def run_export_run_dir(run: Run) -> dict[str, str]:
     from kb.services import kb_files
 
     if run.protocol not in RUN_DIR_PROTOCOLS:
-        raise RunDirUnavailable(
-            f"run {run.pk} is a {run.protocol} run; only {', '.join(RUN_DIR_PROTOCOLS)} runs have a run "
-            "directory — use --format json"
-        )
+        raise RunDirUnavailable(RUN_DIR_REFUSAL.format(pk=run.pk, protocol=run.protocol))
     kb = run.kb
     if kb is None:
         raise RunDirUnavailable(f"run {run.pk} has no knowledge base")
@@ -614,3 +614,13 @@ def run_dir_write(files: Mapping[str, str], out: Path) -> list[Path]:
     for directory in _empty_dirs(files):
         (root / directory).mkdir(parents=True, exist_ok=True)
     return written
+
+
+def run_dir_file(run: Run) -> ExportFile:
+    """`--format run-dir` as one file: the run directory's zip."""
+    return ExportFile(f"disputa-run-{run.pk}.zip", "application/zip", run_export_zip(run))
+
+
+def run_dir_to(run: Run, out: Path) -> list[Path]:
+    """`--format run-dir --out DIR`: the run directory written into `out`."""
+    return run_dir_write(run_export_run_dir(run), out)

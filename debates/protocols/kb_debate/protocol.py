@@ -6,19 +6,21 @@ verdict code checks against the ledger and the engagement edges. Every rule of t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from debates.contract import (
     Done,
+    ExportFormat,
     KbView,
     Panel,
     Plan,
     Protocol,
     RunView,
+    SeatSignals,
     SeatSpec,
     Stage,
     Step,
@@ -26,7 +28,10 @@ from debates.contract import (
     TurnView,
 )
 from debates.engine.registry import register
-from debates.protocols.kb_debate import schema
+from debates.protocols.kb_debate import exports, schema, signals
+
+if TYPE_CHECKING:
+    from debates.models import Run
 
 LIVE = ("open", "partially-rebutted")
 RANK = {"robust": 5, "strong": 4, "contested": 3, "weak": 2, "refuted": 1, "baseless": 1}
@@ -486,7 +491,7 @@ def verdict_errors(view: RunView, ledger: Ledger, verdict: Mapping[str, Any]) ->
 
 
 @register
-class KbDebate(Protocol):
+class KbDebate(Protocol[KbDebateConfig]):
     name = "kb-debate"
     title = "KB debate (adversarial, seed 002)"
     description = (
@@ -503,6 +508,40 @@ class KbDebate(Protocol):
         Stage("synthesis", "Synthesis and verdict"),
         Stage("review", "Verdict review"),
     )
+    form = "debates.protocols.kb_debate.form.KbDebateForm"
+    # Headless: no human at the moderator's seat, and proposed KB changes are applied through the discipline.
+    headless_config = {"moderator": "agent", "auto_approve": True}
+    export_formats = (
+        ExportFormat(
+            "run-dir",
+            build=exports.run_dir_file,
+            refusal=exports.RUN_DIR_REFUSAL,
+            label="Run directory (zip)",
+            url_name="run-export-zip",
+            label_id="run-dir-zip",
+            needs_kb=True,
+            write=exports.run_dir_to,
+            directory_note="a run directory is written into a new one",
+        ),
+    )
+    signal_tasks = signals.TASKS
+
+    def seat_signals(
+        self,
+        outcome: Mapping[str, Any],
+        config: Mapping[str, Any],
+        names: Mapping[str, str],
+        turns: Sequence[tuple[str, str, Any]],
+    ) -> SeatSignals:
+        return signals.seat_signals(outcome, config, names, turns)
+
+    def page_context(self, run: Run) -> dict[str, Any] | None:
+        from debates.protocols.kb_debate.page import kb_debate_context
+
+        return kb_debate_context(run) if run.kb_id else None
+
+    def export_json(self, run: Run) -> Mapping[str, Any]:
+        return exports.kb_debate_json(run)
 
     def prepare(self, config: dict[str, Any], kb: Any) -> dict[str, Any]:
         from kb.models import KnowledgeBase
@@ -528,8 +567,7 @@ class KbDebate(Protocol):
             )
         return {**config, "positions": list(positions)}
 
-    def seats(self, config: BaseModel) -> list[SeatSpec]:
-        assert isinstance(config, KbDebateConfig)
+    def seats(self, config: KbDebateConfig) -> list[SeatSpec]:
         return [
             *(SeatSpec(debater_handle(p), p, "debater", lens=p) for p in config.positions),
             SeatSpec("moderator", "Moderator", "moderator", human=config.moderator == "human"),
@@ -537,8 +575,7 @@ class KbDebate(Protocol):
         ]
 
     def expected_turns(self, view: RunView) -> int:
-        config = view.config
-        assert isinstance(config, KbDebateConfig)
+        config = self.view_config(view)
         return max(len(view.turns), config.max_turns + 1 + (config.moderator == "human"))
 
     def current_stage(self, view: RunView, plan: Plan) -> str:
@@ -549,8 +586,7 @@ class KbDebate(Protocol):
     # --- planning --------------------------------------------------------------------------------------------
 
     def plan(self, view: RunView) -> Plan:
-        config = view.config
-        assert isinstance(config, KbDebateConfig)
+        config = self.view_config(view)
         turns = list(view.turns.values())
         openings = [t for t in turns if t.task == "opening"]
         missing = [
@@ -605,8 +641,7 @@ class KbDebate(Protocol):
         earlier = RunView(**{**view.__dict__, "turns": before})
         number = int(turn.key[1:3])
         if turn.task == "opening":
-            config = view.config
-            assert isinstance(config, KbDebateConfig)
+            config = self.view_config(view)
             return self._opening(view, number, _position_of(turn.seat, config.positions))
         plan = self.plan(earlier)
         same = next((s for s in plan.steps if s.key == turn.key), None) if isinstance(plan, Steps) else None
@@ -616,8 +651,7 @@ class KbDebate(Protocol):
         ledger = ledger_build(earlier)
         step: Step | None = None
         if turn.task == "turn":
-            config = view.config
-            assert isinstance(config, KbDebateConfig)
+            config = self.view_config(view)
             step = self._debater(earlier, ledger, number, only=_position_of(turn.seat, config.positions))
         elif turn.task == "moderator":
             step = self._moderator(earlier, ledger, number)
@@ -665,9 +699,9 @@ class KbDebate(Protocol):
         turn goes on unless it is long already (the asserter defends right after a rebuttal, the rebutter answers
         the defence); claims resting on contested / weak arguments first, the weakest first; open threads before
         partially rebutted ones; older threads first."""
-        config = view.config
+        config = self.view_config(view)
         kb = view.kb
-        assert isinstance(config, KbDebateConfig) and kb is not None
+        assert kb is not None
         last_speaker = next((t.position for t in reversed(ledger.turns) if t.task in ("turn", "opening")), "")
         last_debater = max((t.number for t in ledger.turns if t.task in ("turn", "opening")), default=0)
         latest = ledger.turns[-1] if ledger.turns else None
@@ -772,9 +806,9 @@ class KbDebate(Protocol):
         )
 
     def _findings(self, view: RunView, ledger: Ledger) -> dict[str, Any]:
-        config = view.config
+        config = self.view_config(view)
         kb = view.kb
-        assert isinstance(config, KbDebateConfig) and kb is not None
+        assert kb is not None
         return {
             "positions": list(config.positions),
             "engagement": engagement(view, ledger),
@@ -791,8 +825,7 @@ class KbDebate(Protocol):
         }
 
     def _after_synthesis(self, view: RunView, ledger: Ledger, synthesis: TurnView) -> Plan:
-        config = view.config
-        assert isinstance(config, KbDebateConfig)
+        config = self.view_config(view)
         if synthesis.failed:
             return Done(
                 self._outcome(view, ledger), failed=True, reason=f"The synthesis failed: {synthesis.error}"
@@ -838,8 +871,8 @@ class KbDebate(Protocol):
 
     def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
         kb = view.kb
-        config = view.config
-        assert kb is not None and isinstance(config, KbDebateConfig)
+        config = self.view_config(view)
+        assert kb is not None
         before = RunView(**{**view.__dict__, "turns": {k: t for k, t in view.turns.items() if k != step.key}})
         ledger = ledger_build(before)
         errors: list[str] = []

@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from debates.contract import Done, Plan, Protocol, RunView, SeatSpec, Stage, Step, Steps
+from debates.contract import Done, Plan, Protocol, RunView, SeatSignals, SeatSpec, Stage, Step, Steps
 from debates.engine.registry import register
 from debates.protocols.fallback import failure_reason
-from debates.protocols.market_panel import schema
+from debates.protocols.market_panel import schema, signals
 from kb.citations import MISMATCH, UNVERIFIED, data_point_verify
 from kb.formats.seed004 import path_get, slice_for
 
@@ -358,7 +358,7 @@ class Board:
 
 
 @register
-class MarketPanel(Protocol):
+class MarketPanel(Protocol[MarketPanelConfig]):
     name = "market-panel"
     title = "Market panel (lens × stance on a data KB)"
     description = (
@@ -376,6 +376,21 @@ class MarketPanel(Protocol):
         Stage("judgement", "Judge"),
         Stage("done", "Trace table"),
     )
+    form = "debates.protocols.market_panel.form.MarketPanelForm"
+    # Needs --kb with a data KB (e.g. market-2026-q4); slices default to the sections that KB has.
+    headless_config = {"lenses": ["technical", "fundamental", "macro", "sentiment"], "arguments_max": 4}
+
+    def seat_signals(
+        self,
+        outcome: Mapping[str, Any],
+        config: Mapping[str, Any],
+        names: Mapping[str, str],
+        turns: Sequence[tuple[str, str, Any]],
+    ) -> SeatSignals:
+        return signals.seat_signals(outcome, config, names, turns)
+
+    def arithmetic_mismatches(self, outcome: Mapping[str, Any]) -> list[Any] | None:
+        return signals.arithmetic_mismatches(outcome)
 
     def kb_material(self, kb: Any) -> str:
         return MATERIAL_NOTE  # never the whole data KB in the shared prompt: each seat reads only its slice
@@ -394,8 +409,7 @@ class MarketPanel(Protocol):
         config["slices"] = slices_resolve(config, kb.data)
         return config
 
-    def seats(self, config: BaseModel) -> list[SeatSpec]:
-        assert isinstance(config, MarketPanelConfig)
+    def seats(self, config: MarketPanelConfig) -> list[SeatSpec]:
         seats = [
             SeatSpec(
                 seat_handle(lens, stance), f"{lens.capitalize()} {stance}", "debater", f"{lens} / {stance}"
@@ -423,8 +437,7 @@ class MarketPanel(Protocol):
         return slice_for(MarketPanel.data(view), list(config.slices.get(lens, [])))
 
     def plan(self, view: RunView) -> Plan:
-        config = view.config
-        assert isinstance(config, MarketPanelConfig)
+        config = self.view_config(view)
         if not self.data(view):
             return Done(
                 {"protocol": self.name}, failed=True, reason="The run has no data knowledge base to debate."
@@ -498,8 +511,7 @@ class MarketPanel(Protocol):
     # --- steps ---------------------------------------------------------------------------------------------------
 
     def _seat_common(self, view: RunView, seat: str) -> dict[str, Any]:
-        config = view.config
-        assert isinstance(config, MarketPanelConfig)
+        config = self.view_config(view)
         spec = view.seats[seat]
         lens, _, stance = spec.lens.partition(" / ")
         return {
@@ -514,8 +526,7 @@ class MarketPanel(Protocol):
         }
 
     def _opening_step(self, view: RunView, seat: str) -> Step:
-        config = view.config
-        assert isinstance(config, MarketPanelConfig)
+        config = self.view_config(view)
         return Step(
             key=key_opening(seat),
             seat=seat,
@@ -563,8 +574,7 @@ class MarketPanel(Protocol):
         )
 
     def _closing_step(self, view: RunView, seat: str, board: Board) -> Step:
-        config = view.config
-        assert isinstance(config, MarketPanelConfig)
+        config = self.view_config(view)
         lens = view.seats[seat].lens.partition(" / ")[0]
         pair = next(p for p in self.pairs(config) if p.lens == lens)
         opponent = pair.second if seat == pair.first else pair.first
@@ -586,8 +596,7 @@ class MarketPanel(Protocol):
         )
 
     def _judgement_step(self, view: RunView, board: Board) -> Step:
-        config = view.config
-        assert isinstance(config, MarketPanelConfig)
+        config = self.view_config(view)
         traced = self._trace(view, board, None)
         return Step(
             key=KEY_JUDGEMENT,
@@ -689,16 +698,14 @@ class MarketPanel(Protocol):
     # --- progress and outcome ------------------------------------------------------------------------------------
 
     def expected_turns(self, view: RunView) -> int:
-        config = view.config
-        assert isinstance(config, MarketPanelConfig)
+        config = self.view_config(view)
         seats = 2 * len(config.lenses)
         return max(len(view.turns), 3 * seats + 1)
 
     def _trace(self, view: RunView, board: Board, judgement: Mapping[str, Any] | None) -> dict[str, Any]:
         """The argument rows (claims, verified citations, challenges received, closing status, scores), the
         pairs with their handshake checks, and the figures that do not match the KB."""
-        config = view.config
-        assert isinstance(config, MarketPanelConfig)
+        config = self.view_config(view)
         data = self.data(view)
         scores, score_mismatches = score_rows(judgement, config.weights)
         rows: list[dict[str, Any]] = []
@@ -801,8 +808,7 @@ class MarketPanel(Protocol):
         }
 
     def _outcome(self, view: RunView, board: Board, judgement: Mapping[str, Any] | None) -> dict[str, Any]:
-        config = view.config
-        assert isinstance(config, MarketPanelConfig)
+        config = self.view_config(view)
         traced = self._trace(view, board, judgement)
         rows = traced["rows"]
         flags = []

@@ -13,6 +13,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from debates.exports.files import ExportUnavailable, export_file
 from debates.models import Run
 from debates.services import lineage, quotas
+from debates.web.decorators import HtmxHttpRequest
 from debates.web.forms import SEED_MAX
 
 RUN_TEMPLATE = "debates/run_detail.html"
@@ -83,10 +84,10 @@ def _overrides(request: HttpRequest) -> tuple[str | None, str | None, int | None
     return backend, request.POST.get("model", "").strip() or None, seed
 
 
-def _refused(request: HttpRequest, run: Run, refused: lineage.LineageRefused) -> HttpResponse:
+def _refused(request: HtmxHttpRequest, run: Run, refused: lineage.LineageRefused) -> HttpResponse:
     """The panel again with the reason (200: htmx swaps only successful answers); without htmx, back to the
     run page, where the panel shows the reason once."""
-    if getattr(request, "htmx", False):
+    if request.htmx:
         return _panel(request, run, str(refused))
     messages.error(request, str(refused), extra_tags="lineage")
     return redirect(f"{reverse('run-detail', args=[run.pk])}#lineage")
@@ -100,15 +101,15 @@ def _over_quota(request: HttpRequest, run: Run, refusal: quotas.Refusal) -> Http
     return response
 
 
-def _to_child(request: HttpRequest, child: Run) -> HttpResponse:
+def _to_child(request: HtmxHttpRequest, child: Run) -> HttpResponse:
     url = reverse("run-detail", args=[child.pk])
-    return HttpResponseClientRedirect(url) if getattr(request, "htmx", False) else redirect(url)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @require_POST
 @login_required
 @permission_required("debates.moderate", raise_exception=True)
-def run_rerun(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_rerun(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     if refusal := quotas.run_start_refusal(request.user):
         return _over_quota(request, run, refusal)
@@ -123,7 +124,7 @@ def run_rerun(request: HttpRequest, run_id: int) -> HttpResponse:
 @require_POST
 @login_required
 @permission_required("debates.moderate", raise_exception=True)
-def run_fork(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_fork(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     if refusal := quotas.run_start_refusal(request.user):
         return _over_quota(request, run, refusal)

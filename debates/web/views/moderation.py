@@ -4,22 +4,17 @@ the discipline) or rejects them; a change a run proposed is decided through its 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from debates.selectors.runs import user_can_moderate
 from debates.services.runs import ActionRefused, run_mutation_decide
+from debates.web.decorators import HtmxHttpRequest, moderator_action
 from kb import selectors
 from kb.discipline import DisciplineViolation, mutation_decide
 from kb.models import ProposedMutation
-
-
-def _require_moderator(request: HttpRequest) -> None:
-    if not user_can_moderate(request.user):
-        raise PermissionDenied("You need the moderate permission for this.")
 
 
 @require_GET
@@ -37,10 +32,8 @@ def inbox(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_POST
-@login_required
-def mutation_decide_view(request: HttpRequest, mutation_id: int) -> HttpResponse:
-    _require_moderator(request)
+@moderator_action("decide on KB changes")
+def mutation_decide_view(request: HtmxHttpRequest, mutation_id: int) -> HttpResponse:
     mutation = get_object_or_404(ProposedMutation, pk=mutation_id)
     approve = request.POST.get("decision") == "approve"
     error = ""
@@ -54,7 +47,7 @@ def mutation_decide_view(request: HttpRequest, mutation_id: int) -> HttpResponse
         error = str(violation)
         mutation.refresh_from_db()
     context = {"mutation": mutation, "error": error, "can_moderate": True}
-    if getattr(request, "htmx", False):
+    if request.htmx:
         # The decided card in place, and the pending count out of band.
         card = render(request, "kb/inbox.html#mutation", context)
         count = render(

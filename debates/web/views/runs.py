@@ -6,11 +6,10 @@ import uuid
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required, permission_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseNotFound
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from pydantic import ValidationError
 
 from debates.models import Run
@@ -18,29 +17,21 @@ from debates.platform.conf import conf
 from debates.selectors import runs as selectors
 from debates.services import quotas
 from debates.services import runs as services
+from debates.web.decorators import HtmxHttpRequest, moderator_action
 from debates.web.forms import BudgetForm, RunForm
 
 RUN_TEMPLATE = "debates/run_detail.html"
 
 
-def _uuid(value: str | None) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(value) if value else None
-    except ValueError:
-        return None
-
-
 @require_GET
 @login_required
-def run_list(request: HttpRequest) -> HttpResponse:
+def run_list(request: HtmxHttpRequest) -> HttpResponse:
     """The archive: every run, filtered by GET parameters and paginated (debates.selectors.archive); htmx requests (the
     filters, the pages, the 2 s live-status poll) get the table alone."""
     from debates.selectors.archive import VERDICT_LABELS, archive_page
 
     archive = archive_page(request.GET, request.GET.get("page") or 1)
-    template = (
-        "debates/run_list.html#archive-table" if getattr(request, "htmx", False) else "debates/run_list.html"
-    )
+    template = "debates/run_list.html#archive-table" if request.htmx else "debates/run_list.html"
     context = {
         "archive": archive,
         "verdict_labels": VERDICT_LABELS,
@@ -115,49 +106,57 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def _moderator_response(
-    request: HttpRequest,
-    run: Run,
+    request: HtmxHttpRequest,
+    run_id: int,
     *,
     message: str = "",
     status: int = 200,
     errors: dict[str, list[str]] | None = None,
     pick_error: str = "",
 ) -> HttpResponse:
-    run.refresh_from_db()
+    """The moderator panel as the action left the run (htmx), or back to the run page."""
+    run = Run.objects.get(pk=run_id)
     context = {
         **selectors.moderator_context(
             run, request.user, errors=errors, values=request.POST, pick_error=pick_error
         ),
         "message": message,
     }
-    if getattr(request, "htmx", False):
+    if request.htmx:
         return render(request, f"{RUN_TEMPLATE}#moderator", context, status=status)
     return redirect("run-detail", run_id=run.pk)
 
 
-@require_POST
-@login_required
-def run_control(request: HttpRequest, run_id: int, action: str) -> HttpResponse:
-    if not selectors.user_can_moderate(request.user):
-        raise PermissionDenied("You need the moderate permission to steer a run.")
-    run = get_object_or_404(Run, pk=run_id)
+def _refused(
+    request: HtmxHttpRequest, refused: services.ActionRefused, run_id: int, **_: str
+) -> HttpResponse:
+    """The moderator panel saying why (200: htmx swaps only successful answers)."""
+    return _moderator_response(request, run_id, message=str(refused))
+
+
+def _pick_refused(request: HtmxHttpRequest, refused: services.ActionRefused, run_id: int) -> HttpResponse:
+    """200: htmx swaps only successful answers, and the pick form says what went wrong."""
+    return _moderator_response(request, run_id, pick_error=str(refused))
+
+
+def _client_uuid(request: HttpRequest) -> uuid.UUID | None:
+    """The action's idempotency key (debates.services.runs): None when absent or not a UUID."""
+    value = request.POST.get("client_uuid")
     try:
-        services.run_control(
-            run_id=run.pk,
-            action=action,
-            user=request.user,
-            client_uuid=_uuid(request.POST.get("client_uuid")),
-        )
-    except services.ActionRefused as refused:
-        return _moderator_response(request, run, message=str(refused))
-    return _moderator_response(request, run)
+        return uuid.UUID(value) if value else None
+    except ValueError:
+        return None
 
 
-@require_POST
-@login_required
-def human_turn_submit(request: HttpRequest, run_id: int) -> HttpResponse:
-    if not selectors.user_can_moderate(request.user):
-        raise PermissionDenied("You need the moderate permission to take a seat in a run.")
+@moderator_action("steer a run", refused=_refused)
+def run_control(request: HtmxHttpRequest, run_id: int, action: str) -> HttpResponse:
+    run = get_object_or_404(Run, pk=run_id)
+    services.run_control(run_id=run.pk, action=action, user=request.user, client_uuid=_client_uuid(request))
+    return _moderator_response(request, run.pk)
+
+
+@moderator_action("take a seat in a run", refused=_refused)
+def human_turn_submit(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     step_key = request.POST.get("step_key", "")
     try:
@@ -166,55 +165,35 @@ def human_turn_submit(request: HttpRequest, run_id: int) -> HttpResponse:
             step_key=step_key,
             data=request.POST,
             user=request.user,
-            client_uuid=_uuid(request.POST.get("client_uuid")),
+            client_uuid=_client_uuid(request),
         )
     except services.SubmissionInvalid as invalid:
-        return _moderator_response(request, run, errors={step_key: invalid.errors})
-    except services.ActionRefused as refused:
-        return _moderator_response(request, run, message=str(refused))
-    return _moderator_response(request, run, message="Submitted. The debate continues.")
+        return _moderator_response(request, run.pk, errors={step_key: invalid.errors})
+    return _moderator_response(request, run.pk, message="Submitted. The debate continues.")
 
 
-@require_POST
-@login_required
-def run_consent(request: HttpRequest, run_id: int) -> HttpResponse:
-    if not selectors.user_can_moderate(request.user):
-        raise PermissionDenied("You need the moderate permission to approve a run's cost.")
+@moderator_action("approve a run's cost", refused=_refused)
+def run_consent(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     approve = request.POST.get("approve") == "yes"
-    try:
-        services.run_consent(
-            run_id=run.pk,
-            approve=approve,
-            user=request.user,
-            client_uuid=_uuid(request.POST.get("client_uuid")),
-        )
-    except services.ActionRefused as refused:
-        return _moderator_response(request, run, message=str(refused))
+    services.run_consent(run_id=run.pk, approve=approve, user=request.user, client_uuid=_client_uuid(request))
     message = "Approved: the run starts." if approve else "Declined: the run is cancelled."
-    return _moderator_response(request, run, message=message)
+    return _moderator_response(request, run.pk, message=message)
 
 
-@require_POST
-@login_required
-def run_pick(request: HttpRequest, run_id: int) -> HttpResponse:
+@moderator_action("record a decision", refused=_pick_refused)
+def run_pick(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """The human's decision after the judge's verdict: agree, override (with a reason) or adjudicate."""
-    if not selectors.user_can_moderate(request.user):
-        raise PermissionDenied("You need the moderate permission to record a decision.")
     run = get_object_or_404(Run, pk=run_id)
-    try:
-        applied = services.run_pick_record(
-            run_id=run.pk,
-            pick=request.POST.get("pick", ""),
-            reason=request.POST.get("reason", ""),
-            user=request.user,
-            client_uuid=_uuid(request.POST.get("client_uuid")),
-        )
-    except services.ActionRefused as refused:
-        # 200: htmx swaps only successful answers, and the form says what went wrong.
-        return _moderator_response(request, run, pick_error=str(refused))
+    applied = services.run_pick_record(
+        run_id=run.pk,
+        pick=request.POST.get("pick", ""),
+        reason=request.POST.get("reason", ""),
+        user=request.user,
+        client_uuid=_client_uuid(request),
+    )
     if not applied:
-        return _moderator_response(request, run, message="This decision was recorded already.")
+        return _moderator_response(request, run.pk, message="This decision was recorded already.")
     run.refresh_from_db()
     pick = run.human_pick_label
     if run.pick_overrides:
@@ -223,7 +202,7 @@ def run_pick(request: HttpRequest, run_id: int) -> HttpResponse:
         message = f"Recorded: you agree with the judge ({pick})."
     else:
         message = f"Recorded: you adjudicated for {pick}."
-    return _moderator_response(request, run, message=message)
+    return _moderator_response(request, run.pk, message=message)
 
 
 @require_GET
@@ -233,28 +212,22 @@ def decisions(request: HttpRequest) -> HttpResponse:
     return render(request, "debates/decisions.html", selectors.override_stats())
 
 
-@require_POST
-@login_required
-def run_budget(request: HttpRequest, run_id: int) -> HttpResponse:
-    if not selectors.user_can_moderate(request.user):
-        raise PermissionDenied("You need the moderate permission to change a run's budget.")
+@moderator_action("change a run's budget", refused=_refused)
+def run_budget(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     form = BudgetForm(request.POST)
     if not form.is_valid():
         return _moderator_response(
-            request, run, message="The budget was not changed: " + "; ".join(form.error_list()), status=400
+            request, run.pk, message="The budget was not changed: " + "; ".join(form.error_list()), status=400
         )
-    try:
-        services.run_budget_set(
-            run_id=run.pk,
-            budget_usd=form.cleaned_data["budget_usd"],
-            budget_tokens=form.cleaned_data["budget_tokens"],
-            user=request.user,
-            client_uuid=_uuid(request.POST.get("client_uuid")),
-        )
-    except services.ActionRefused as refused:
-        return _moderator_response(request, run, message=str(refused))
-    return _moderator_response(request, run, message="Budget saved.")
+    services.run_budget_set(
+        run_id=run.pk,
+        budget_usd=form.cleaned_data["budget_usd"],
+        budget_tokens=form.cleaned_data["budget_tokens"],
+        user=request.user,
+        client_uuid=_client_uuid(request),
+    )
+    return _moderator_response(request, run.pk, message="Budget saved.")
 
 
 @require_GET
@@ -266,12 +239,9 @@ def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
     return export_response(get_object_or_404(Run, pk=run_id), "json")
 
 
-@require_POST
-@login_required
-def run_mutation_decide(request: HttpRequest, run_id: int, mutation_id: int) -> HttpResponse:
+@moderator_action("decide on KB changes")
+def run_mutation_decide(request: HtmxHttpRequest, run_id: int, mutation_id: int) -> HttpResponse:
     """Approve or reject (with a reason) a KB change the run proposed, from the run page's approvals panel."""
-    if not selectors.user_can_moderate(request.user):
-        raise PermissionDenied("You need the moderate permission to decide on KB changes.")
     run = get_object_or_404(Run, pk=run_id)
     decision = request.POST.get("decision", "")
     message, error_for = "", None
@@ -285,7 +255,7 @@ def run_mutation_decide(request: HttpRequest, run_id: int, mutation_id: int) -> 
                 decision == "approve",
                 request.POST.get("reason", ""),
                 request.user,
-                client_uuid=_uuid(request.POST.get("client_uuid")),
+                client_uuid=_client_uuid(request),
             )
         except services.ActionRefused as refused:
             message, error_for = str(refused), mutation_id
@@ -297,7 +267,7 @@ def run_mutation_decide(request: HttpRequest, run_id: int, mutation_id: int) -> 
             if mutation.status == "refused":
                 message += f" ({mutation.reason})"
             message += "."
-    if not getattr(request, "htmx", False):
+    if not request.htmx:
         return redirect(f"{reverse('run-detail', args=[run.pk])}#approvals")
     run.refresh_from_db()
     panel = selectors.run_panels(run, request.user, per_user=True, message=message, error_for=error_for)

@@ -14,8 +14,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from debates.briefs import BriefUnavailable, run_export_brief
 from debates.models import Run
+from debates.protocols.comparative.exports import BriefUnavailable, run_export_brief
 from debates.services import runs as services
 from tests.conftest import MATERIAL, run_to_stop
 

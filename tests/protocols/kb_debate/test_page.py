@@ -315,10 +315,12 @@ def test_a_streamed_turn_renders_its_partial_json(debated):
 
 
 def test_the_run_directory_link_serves_the_export_zip(moderator_client, debated, monkeypatch):
-    import debates.exports.files
+    import debates.protocols.kb_debate.exports
 
     monkeypatch.setattr(
-        debates.exports.files, "run_export_zip", lambda run: b"PK-zip-of-" + str(run.pk).encode()
+        debates.protocols.kb_debate.exports,
+        "run_export_zip",
+        lambda run: b"PK-zip-of-" + str(run.pk).encode(),
     )
     assert f'href="/runs/{debated.pk}/run-dir.zip"' in page(moderator_client, debated)
     response = moderator_client.get(f"/runs/{debated.pk}/run-dir.zip")

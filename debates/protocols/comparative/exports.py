@@ -1,73 +1,46 @@
-"""`export_run --format brief`: the seed-003 decision brief of a comparative run (`templates/decision-brief.md` of
+"""comparative exports: `export_run --format brief`, the seed-003 decision brief (`templates/decision-brief.md` of
 `/evaluate`: frontmatter, then Executive Summary, Evaluation Scorecard, Case for A, Case for B, Judge Synthesis,
-Recommendation, Open Questions, Stakeholder Input, Evidence Base, in that order), and the Competitive Review of
-an adversarial run. Rendered from the stored outcome, so the page and the command give the same file."""
+Recommendation, Open Questions, Stakeholder Input, Evidence Base, in that order). Rendered from the stored
+outcome, so the page and the command give the same file."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from django.utils.text import slugify
+from debates.contract import ExportFile, ExportUnavailable
+from debates.platform.markdown import bullets, dated_filename, md_line, table, yaml_str
 
-from debates.models import Run
+if TYPE_CHECKING:
+    from debates.models import Run
+
+PROTOCOL = "comparative"
+# Why a run of another protocol has no brief (ExportFormat.refusal).
+BRIEF_REFUSAL = (
+    "run {pk} is a {protocol} run; the decision brief is written for comparative and adversarial runs"
+)
 
 
-class BriefUnavailable(Exception):
+class BriefUnavailable(ExportUnavailable):
     """This run has no brief; the message says why."""
-
-
-BLOCK_START = re.compile(r"^(#|>|---|<!--|[-*+] |\d+[.)] |=)")
-
-
-def _cell(value: Any) -> str:
-    return md_line(value).replace("|", "\\|")
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return lines
-
-
-def md_line(value: Any) -> str:
-    """Model or user text as one inert line: newlines collapsed (so it cannot open a heading or a list of its
-    own), a leading block marker escaped, and no `-->` to close the result comment early."""
-    text = " ".join(str(value if value is not None else "—").split()).replace("-->", "--\\>")
-    return "\\" + text if BLOCK_START.match(text) else text
-
-
-def _bullets(items: Sequence[Any], empty: str = "None.") -> list[str]:
-    return [f"- {md_line(i)}" for i in items] or [f"- {empty}"]
-
-
-def _yaml_str(value: str) -> str:
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def brief_filename(run: Run) -> str:
     """The seed's artifact name: `YYYY-MM-DD-evaluate-<slug>.md` (slug about 40 characters)."""
-    date = (run.finished_at or run.created_at).date().isoformat()
-    kind = "evaluate" if run.protocol == "comparative" else "review"
-    return f"{date}-{kind}-{slugify(run.topic)[:40].strip('-') or run.pk}.md"
+    return dated_filename((run.finished_at or run.created_at).date(), "evaluate", run.topic, run.pk)
 
 
 def run_export_brief(run: Run) -> str:
-    if run.protocol == "adversarial":
-        if not run.outcome:
-            raise BriefUnavailable(f"run {run.pk} has no outcome yet ({run.status})")
-        from debates.protocols.adversarial.exports import adversarial_review_md
-
-        return adversarial_review_md(run)
-    if run.protocol != "comparative":
-        raise BriefUnavailable(
-            f"run {run.pk} is a {run.protocol} run; the decision brief is written for comparative and "
-            "adversarial runs"
-        )
+    if run.protocol != PROTOCOL:
+        raise BriefUnavailable(BRIEF_REFUSAL.format(pk=run.pk, protocol=run.protocol))
     if not run.outcome:
         raise BriefUnavailable(f"run {run.pk} has no outcome yet ({run.status})")
     return comparative_brief_md(run, run.outcome)
+
+
+def brief_file(run: Run) -> ExportFile:
+    """`--format brief` as a file: the decision brief, Markdown."""
+    return ExportFile(brief_filename(run), "text/markdown; charset=utf-8", run_export_brief(run).encode())
 
 
 def _case(outcome: Mapping[str, Any], option: str, lens: str) -> list[str]:
@@ -129,7 +102,7 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
         f"tags: [decision, evaluate, {outcome['decision_type']}]",
         "related: []",
         "status: draft",
-        "stakeholders: [" + ", ".join(_yaml_str(s["name"]) for s in outcome.get("stakeholders", [])) + "]",
+        "stakeholders: [" + ", ".join(yaml_str(s["name"]) for s in outcome.get("stakeholders", [])) + "]",
         "---",
         "",
         f"# Decision brief: {md_line(outcome['decision'])}",
@@ -158,7 +131,7 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
             for r in card["rows"]
         ]
         rows.append(["**Total**", "", "", "", f"**{card['total_a']}**", f"**{card['total_b']}**"])
-        lines += _table(
+        lines += table(
             [
                 "Criterion",
                 "Weight",
@@ -176,9 +149,9 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
         ]
         if card["mismatches"]:
             lines += ["", "The judge's own arithmetic differed (kept as written, not corrected):", ""]
-            lines += _bullets(card["mismatches"])
+            lines += bullets(card["mismatches"])
         if card["flags"]:
-            lines += ["", *_bullets(card["flags"])]
+            lines += ["", *bullets(card["flags"])]
     else:
         lines.append("No scorecard: the judge failed.")
     lines.append("")
@@ -189,7 +162,7 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
     lines += ["## Judge Synthesis", ""]
     if judgement:
         lines += ["### Criterion Scores", ""]
-        lines += _table(
+        lines += table(
             ["Criterion", names["A"], names["B"], "More convincing"],
             [
                 [
@@ -210,7 +183,7 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
                 f"{summary['effective']}/{summary['total']} rebuttals effective (4–5); {summary['collapsed']} claims collapsed.",
                 "",
             ]
-            lines += _table(
+            lines += table(
                 ["Rebuttal", "Targeted claim", "Effectiveness", "Verdict"],
                 [
                     [r["id"], r["quoted_claim"], r.get("effectiveness"), r.get("verdict") or "—"]
@@ -226,9 +199,9 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
             ("pulled_punches", "Pulled punches"),
         ):
             found = [f"{names[f['advocate']]}: {f['instance']}" for f in audit[key]]
-            lines += [f"**{label}:**", *_bullets(found, "None flagged."), ""]
-        lines += ["### Agreement Zones", "", *_bullets(judgement["agreement_zones"]), ""]
-        lines += ["### Contested Zones", "", *_bullets(judgement["contested_zones"]), ""]
+            lines += [f"**{label}:**", *bullets(found, "None flagged."), ""]
+        lines += ["### Agreement Zones", "", *bullets(judgement["agreement_zones"]), ""]
+        lines += ["### Contested Zones", "", *bullets(judgement["contested_zones"]), ""]
     else:
         lines += ["The judge failed: no synthesis.", ""]
 
@@ -244,7 +217,7 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
         if recommendation.get("decisive_rebuttal"):
             lines += [f"Most decisive rebuttal: {md_line(recommendation['decisive_rebuttal'])}.", ""]
         lines += ["### Key Risks", ""]
-        lines += _table(
+        lines += table(
             ["Risk", "Likelihood (H/M/L)", "Mitigation"],
             [[r["risk"], r["likelihood"], r["mitigation"]] for r in judgement["key_risks"]],
         )
@@ -258,12 +231,12 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
     lines += _decision_lines(run, outcome)
 
     lines += ["## Open Questions", ""]
-    lines += [*_bullets(judgement["open_questions"] if judgement else []), ""]
+    lines += [*bullets(judgement["open_questions"] if judgement else []), ""]
 
     lines += ["## Stakeholder Input", ""]
     stakeholders = outcome.get("stakeholders", [])
     if stakeholders:
-        lines += _table(
+        lines += table(
             ["Stakeholder", "Known Position", "Confidence", "Notes"],
             [
                 [s["name"], s.get("position") or "—", s["confidence"].capitalize(), s.get("notes") or ""]
@@ -276,7 +249,7 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
     evidence = outcome.get("evidence", [])
     if evidence:
         for_option = {"A": names["A"], "B": names["B"], "both": "both"}
-        lines += _table(
+        lines += table(
             ["Source", "Type", "Summary"],
             [[f"{e['source']} ({for_option[e['option']]})", e["type"], e["summary"]] for e in evidence],
         )

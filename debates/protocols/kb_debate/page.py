@@ -1,0 +1,76 @@
+"""What the run page of a kb-debate shows beyond a turn's own data (Protocol.page_context): the KB with live and
+snapshot ratings, the claims ledger, turn numbers and anchors, engagement edges and proposed mutations."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from debates.engine.view import run_view_load
+from debates.models import turn_dom_id
+from debates.protocols.kb_debate.protocol import KbDebateConfig, ledger_build
+
+if TYPE_CHECKING:
+    from debates.models import Run
+
+ORBIT_VERBS = {
+    "layer-shift-from": "layer-shifts from",
+    "scope-mismatch-with": "scope-mismatches",
+    "tangential-to": "is tangential to",
+}
+
+
+def kb_debate_context(run: Run) -> dict[str, Any] | None:
+    """A kb-debate run's KB as its page shows it: every argument with its live rating (and the one the snapshot
+    took), the claims ledger derived from the committed turns, turn numbers with their anchors, the engagement
+    edges between arguments, and the KB mutations this run proposed, per turn."""
+    view = run_view_load(run)
+    kb = view.kb
+    if kb is None:
+        return None
+    ledger = ledger_build(view)
+    arguments = {
+        a.arg_id: {
+            "id": a.arg_id,
+            "title": a.title,
+            "position": a.position,
+            "layer": a.layer,
+            "scope": a.scope,
+            "status": a.status,
+            "snapshot_status": a.snapshot_status,
+        }
+        for a in kb.arguments.values()
+    }
+    relations: dict[str, dict[str, str]] = {}
+    for src, kind, target in kb.edges:
+        if kind in ORBIT_VERBS:
+            relations.setdefault(src, {})[target] = ORBIT_VERBS[kind]
+    mutations: dict[str, list[dict[str, Any]]] = {}
+    for m in kb.mutations:
+        mutations.setdefault(m.turn_key, []).append({"id": m.id, "status": m.status, "revision": m.revision})
+    entries = [e.as_dict(kb) for e in ledger.entries.values()]
+    config = view.config
+    assert isinstance(config, KbDebateConfig)
+    return {
+        "slug": kb.slug,
+        "args": arguments,
+        "arg_list": list(arguments.values()),
+        "changed": [a for a in arguments.values() if a["status"] != a["snapshot_status"]],
+        "relations": relations,
+        "ledger": entries,
+        "entries": {e["id"]: e for e in entries},
+        "turns": {
+            t.number: {
+                "number": t.number,
+                "key": t.key,
+                "dom_id": turn_dom_id(t.key),
+                "seat": t.seat,
+                "task": t.task,
+                "position": t.position,
+            }
+            for t in ledger.turns
+        },
+        "by_key": {t.key: t.number for t in ledger.turns},
+        "positions": list(config.positions),
+        "mutations_by_turn": mutations,
+        "flags": [f.__dict__ for f in ledger.unhandled_flags()],
+    }
