@@ -3,6 +3,7 @@ of what is persisted; the engine executes, commits and streams. The engine knows
 
 from __future__ import annotations
 
+import typing
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -243,6 +244,33 @@ class ExportFormat:
 SeatSignals = tuple[list[dict[str, Any]], str, dict[str, Any] | None]
 
 
+class Effects(typing.Protocol):
+    """What a protocol may do to the world when one of its turns commits, handed in by the engine and applied in
+    the committing transaction: a protocol imports neither the engine nor the KB discipline."""
+
+    @property
+    def run_config(self) -> Mapping[str, Any]:
+        """The run's config as stored."""
+        ...
+
+    def event_append(self, kind: str, payload: dict[str, Any]) -> int:
+        """Record an event of the run (published after commit)."""
+        ...
+
+    def mutation_propose(
+        self,
+        *,
+        kind: str,
+        payload: Mapping[str, Any],
+        proposed_by: str,
+        justification: str,
+        auto_approve: bool,
+    ) -> None:
+        """Propose a change to the run's KB (through the discipline; an identical pending proposal of the run is
+        not proposed twice)."""
+        ...
+
+
 class Protocol[ConfigT: BaseModel](ABC):
     """A protocol, generic over its config model (`class KbDebate(Protocol[KbDebateConfig])`)."""
 
@@ -290,7 +318,7 @@ class Protocol[ConfigT: BaseModel](ABC):
         """Before the run is created: refuse what this protocol cannot run on, fill in what comes from the KB."""
         return config
 
-    def on_commit(self, step: Step, payload: Mapping[str, Any], *, run_id: int, turn_id: int) -> None:
+    def on_commit(self, step: Step, payload: Mapping[str, Any], effects: Effects) -> None:
         """The effects of a committed turn (proposed KB mutations, ...), in the transaction that commits it."""
         return None
 

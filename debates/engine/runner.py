@@ -42,6 +42,7 @@ from debates.agents.base import (
 from debates.contract import Done, Plan, Protocol, RunView, Step, Steps, Wait
 from debates.engine import registry
 from debates.engine.crash import crash_point
+from debates.engine.effects import TurnEffects
 from debates.engine.events import event_append
 from debates.engine.publish import aevent_publish, run_group, turn_live_frame
 from debates.engine.view import run_view_load
@@ -778,7 +779,10 @@ class Runner:
                 payload=payload,
                 model="human",
                 effects=partial(
-                    protocol.on_commit, step, payload, run_id=self.run_id, turn_id=claimed.turn_id
+                    protocol.on_commit,
+                    step,
+                    payload,
+                    TurnEffects(run_id=self.run_id, turn_id=claimed.turn_id),
                 ),
             )
             await self._publish([seq])
@@ -833,7 +837,10 @@ class Runner:
                         payload=payload,
                         model=result.model,
                         effects=partial(
-                            protocol.on_commit, step, payload, run_id=self.run_id, turn_id=claimed.turn_id
+                            protocol.on_commit,
+                            step,
+                            payload,
+                            TurnEffects(run_id=self.run_id, turn_id=claimed.turn_id),
                         ),
                     )
                     crash_point("after_commit")

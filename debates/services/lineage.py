@@ -34,6 +34,7 @@ from django.db import transaction
 
 from debates.contract import Step, Steps
 from debates.engine import registry
+from debates.engine.effects import TurnEffects
 from debates.engine.events import event_append
 from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, Seat, Turn, TurnStatus
@@ -301,7 +302,7 @@ def _turn_copy(
         finished_at=turn.finished_at,
     )
     if turn.status == TurnStatus.COMMITTED:
-        protocol.on_commit(step, turn.payload or {}, run_id=child.pk, turn_id=copy.pk)
+        protocol.on_commit(step, turn.payload or {}, TurnEffects(run_id=child.pk, turn_id=copy.pk))
         seqs.append(event_append(run_id=child.pk, kind="turn_committed", payload=mark))
     else:
         seqs.append(event_append(run_id=child.pk, kind="turn_failed", payload={**mark, "error": turn.error}))

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from debates.contract import (
     Done,
+    Effects,
     ExportFormat,
     Panel,
     Plan,
@@ -716,12 +717,10 @@ class Consultation(Protocol[ConsultationConfig]):
 
     # --- effects of a commit: the round artifact ----------------------------------------------------------------
 
-    def on_commit(self, step: Step, payload: Mapping[str, Any], *, run_id: int, turn_id: int) -> None:
+    def on_commit(self, step: Step, payload: Mapping[str, Any], effects: Effects) -> None:
         if step.task not in ARTIFACT_TYPES:
             return
         from django.utils import timezone
-
-        from debates.engine.events import event_append
 
         round_number, artifact_type = ARTIFACT_TYPES[step.task]
         created_at = timezone.now().isoformat()
@@ -739,7 +738,7 @@ class Consultation(Protocol[ConsultationConfig]):
             event["errors"] = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()]
         if step.task == "synthesis":
             event["warnings"] = synthesis_clean(payload)[1]
-        event_append(run_id=run_id, kind="round_artifact", payload=event)
+        effects.event_append("round_artifact", event)
 
     # --- progress and outcome -----------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from debates.contract import (
     Done,
+    Effects,
     ExportFormat,
     KbView,
     Panel,
@@ -1003,33 +1004,18 @@ class KbDebate(Protocol[KbDebateConfig]):
 
     # --- effects and human seats -------------------------------------------------------------------------------
 
-    def on_commit(self, step: Step, payload: Mapping[str, Any], *, run_id: int, turn_id: int) -> None:
+    def on_commit(self, step: Step, payload: Mapping[str, Any], effects: Effects) -> None:
         mutations = payload.get("mutations") or []
         if not mutations:
             return
-        from debates.models import Run, Turn
-        from kb.discipline import mutation_propose
-        from kb.models import MutationStatus, ProposedMutation
-
-        run = Run.objects.select_related("kb").get(pk=run_id)
-        turn = Turn.objects.get(pk=turn_id)
-        assert run.kb is not None
+        auto_approve = bool(effects.run_config.get("auto_approve"))
         for mutation in mutations:
-            change = mutation_payload(mutation)
-            waiting = ProposedMutation.objects.filter(
-                run=run, kind=mutation["kind"], payload=change, status=MutationStatus.PENDING
-            )
-            if waiting.exists():  # the same change already waits in the inbox: one decision covers both
-                continue
-            mutation_propose(
-                kb=run.kb,
+            effects.mutation_propose(
                 kind=mutation["kind"],
-                payload=change,
+                payload=mutation_payload(mutation),
                 proposed_by=step.seat,
                 justification=mutation["justification"],
-                run=run,
-                turn=turn,
-                auto_approve=bool(run.config.get("auto_approve")),
+                auto_approve=auto_approve,
             )
 
     def human_payload(self, step: Step, data: Mapping[str, Any]) -> dict[str, Any]:

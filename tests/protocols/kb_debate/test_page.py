@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from debates.contract import Step
 from debates.engine import registry
+from debates.engine.effects import TurnEffects
 from debates.engine.events import event_append
 from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Turn
 from debates.protocols.kb_debate import schema
@@ -122,7 +123,7 @@ def commit(run: Run, key: str, payload: dict[str, Any]) -> Turn:
             human=seat_handle == "moderator",
         )
         step = Step(key=key, seat=seat_handle, stage="debate", task=task, schema=SCHEMAS[task])
-        protocol.on_commit(step, data, run_id=run.pk, turn_id=turn.pk)
+        protocol.on_commit(step, data, TurnEffects(run_id=run.pk, turn_id=turn.pk))
         event_append(run_id=run.pk, kind="turn_committed", payload={"key": key, "attempt": 1})
     return turn
 
