@@ -12,6 +12,7 @@ from typing import Any
 from debates.agents.pricing import price_get, price_table, tokens_estimate, usage_cost
 from debates.agents.prompts import SHARED_RULES
 from debates.agents.usage import Usage
+from debates.contract import RunView
 from debates.engine import registry
 from debates.engine.view import run_view_load
 from debates.models import Run
@@ -20,10 +21,10 @@ ESTIMATE_OUTPUT_TOKENS = 1200
 PROMPT_OVERHEAD_TOKENS = 1000  # rules, persona, task and context around the material
 
 
-def run_estimate(run: Run) -> dict[str, Any] | None:
+def run_estimate(run: Run, view: RunView | None = None) -> dict[str, Any] | None:
     """None for backends that cost nothing (simulated) or models without a price (local servers). A protocol
     that `estimates_simulated` gets a nominal estimate for a simulated run, priced as the first model of the
-    price table, so its consent gate can be shown without a key."""
+    price table, so its consent gate can be shown without a key. `view`: the run's view, if the caller has it."""
     nominal = ""
     if run.backend == "simulated":
         if not registry.get(run.protocol).estimates_simulated or not price_table()["models"]:
@@ -33,7 +34,7 @@ def run_estimate(run: Run) -> dict[str, Any] | None:
     priced = [nominal] if nominal else [model for model in models if price_get(model) is not None]
     if not priced:
         return None
-    view = run_view_load(run)
+    view = view if view is not None else run_view_load(run)
     calls = max(registry.get(run.protocol).expected_turns(view), len(view.seats))
     prefix = tokens_estimate(SHARED_RULES + run.topic + run.material) + PROMPT_OVERHEAD_TOKENS
     input_tokens = calls * prefix + ESTIMATE_OUTPUT_TOKENS * calls * (calls - 1) // 2

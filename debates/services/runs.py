@@ -3,6 +3,7 @@ the matching RunEvent in one transaction, publishes after commit, and wakes the 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
 from debates.agents.base import default_model
-from debates.contract import Done
+from debates.contract import Done, RunView
 from debates.engine import registry
 from debates.engine.events import event_append
 from debates.engine.publish import event_publish
@@ -125,8 +126,12 @@ def run_create(
 
             kb_snapshot_take(kb=kb, run=run)
         seqs = [event_append(run_id=run.pk, kind="run_created", payload={"protocol": protocol})]
-        seqs += _consent_gate(run, budget_tokens=budget_tokens, consented=consented, start=start)
-        seqs += run_states_record(run, None)
+        # The run's view, loaded once: the estimate and the protocol's first states read it; the consent gate
+        # changes only what the states see of it as consent and estimate.
+        view = run_view_load(run)
+        seqs += _consent_gate(run, view, budget_tokens=budget_tokens, consented=consented, start=start)
+        view = dataclasses.replace(view, consent=run.consent, estimate_usd=run.estimate_usd)
+        seqs += run_states_record(run, None, view)
     run_events_publish(run.pk, seqs)
     if start and enqueue and run.status == RunStatus.QUEUED:
         run_wake(run_id=run.pk)
@@ -158,13 +163,15 @@ def _models_check(backend: str, models: list[str], budget_usd: Decimal | None) -
         )
 
 
-def _consent_gate(run: Run, *, budget_tokens: int | None, consented: bool, start: bool) -> list[int]:
+def _consent_gate(
+    run: Run, view: RunView, *, budget_tokens: int | None, consented: bool, start: bool
+) -> list[int]:
     """Estimate a paid run's cost; above the threshold it waits for a moderator's consent (seed 001's gate)."""
     from debates.services.estimates import run_estimate
 
     fields = ["budget_tokens", "estimate", "estimate_usd", "consent"]
     run.budget_tokens = budget_tokens
-    estimate = run_estimate(run)
+    estimate = run_estimate(run, view)
     if estimate is None:
         run.save(update_fields=fields)
         return []

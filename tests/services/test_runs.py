@@ -312,3 +312,35 @@ class BudgetStopTests:
     def test_a_budget_raised_meanwhile_lets_the_run_go_on(self, make_run):
         assert self._stop(make_run(), budget_usd=Decimal("5")) == (None, False)
         assert Run.objects.get().status == "queued"
+
+
+@pytest.mark.django_db
+def test_creating_a_run_loads_its_view_once_for_the_estimate_and_the_first_states(monkeypatch, settings):
+    """A simulated consultation is estimated (its gate shows without a key) and has a state machine: both read
+    the run's view, which run_create loads once; the states still see the gate's answer."""
+    from debates.engine import runner, view
+    from debates.services import estimates
+
+    settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0"}
+    loads = []
+    real = view.run_view_load
+
+    def counting(run, *args, **kwargs):
+        loads.append(run.pk)
+        return real(run, *args, **kwargs)
+
+    for module in (services, estimates, runner):
+        monkeypatch.setattr(module, "run_view_load", counting)
+    run = services.run_create(
+        protocol="consultation",
+        topic="Adopt trunk-based development?",
+        config={"agents": [{"name": "Ana", "lens": "delivery"}, {"name": "Ben", "lens": "risk"}]},
+        backend="simulated",
+        seed=3,
+        start=True,
+        enqueue=False,
+    )
+    assert loads == [run.pk]
+    assert run.consent == "required" and run.estimate_usd is not None
+    states = list(RunEvent.objects.filter(run=run, kind="state").values_list("payload", flat=True))
+    assert states and states[-1]["to"] == "awaiting_consent", states
