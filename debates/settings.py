@@ -105,7 +105,8 @@ ASGI_APPLICATION = "debates.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # The site's pages, then each protocol package's own templates (its page partials and form section).
+        "DIRS": [BASE_DIR / "templates", *sorted((BASE_DIR / "debates" / "protocols").glob("*/templates"))],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
