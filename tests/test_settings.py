@@ -100,3 +100,13 @@ def test_check_deploy_names_what_the_laptop_defaults_lack(tmp_path):
         assert warning in done.stderr, done.stderr
     tls_local = check_deploy(clean_env(DISPUTA_VAR_DIR=str(tmp_path), DISPUTA_TLS="1"))
     assert "debates.W001" in tls_local.stderr and "DJANGO_ALLOWED_HOSTS" in tls_local.stderr
+
+
+def test_behind_the_documented_proxy_serve_takes_the_clients_address_from_it(monkeypatch):
+    """Login throttling counts addresses: behind a proxy every request would otherwise come from the proxy's."""
+    from debates.management.commands.serve import proxy_header_options
+
+    monkeypatch.delenv("DJANGO_PROXY_SSL_HEADER", raising=False)
+    assert proxy_header_options() == {}  # no proxy: forwarded headers are not trusted
+    monkeypatch.setenv("DJANGO_PROXY_SSL_HEADER", deploying_environment()["DJANGO_PROXY_SSL_HEADER"])
+    assert proxy_header_options()["proxy_forwarded_address_header"] == "X-Forwarded-For"

@@ -3,6 +3,7 @@ runner died with a previous process. The one-laptop server; the scaled setup run
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from django.core.management.base import BaseCommand
@@ -35,4 +36,19 @@ class Command(BaseCommand):
             signal_handlers=True,
             action_logger=None,
             websocket_timeout=86400,
+            **proxy_header_options(),
         ).run()
+
+
+def proxy_header_options() -> dict[str, str]:
+    """Behind a TLS-terminating proxy (DJANGO_PROXY_SSL_HEADER set, README "Deploying"), the client's address and
+    scheme are the ones the proxy forwards: otherwise every request would come from the proxy's address, and
+    login throttling by address would lock every user out after five wrong passwords from anyone. Without a proxy
+    these headers are not trusted (any client could forge them)."""
+    if not os.environ.get("DJANGO_PROXY_SSL_HEADER"):
+        return {}
+    return {
+        "proxy_forwarded_address_header": "X-Forwarded-For",
+        "proxy_forwarded_port_header": "X-Forwarded-Port",
+        "proxy_forwarded_proto_header": "X-Forwarded-Proto",
+    }
