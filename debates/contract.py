@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel
 
+from kb.services import kb_material_text
+
 if TYPE_CHECKING:
     from debates.models import Run
 
@@ -310,7 +312,6 @@ class Protocol[ConfigT: BaseModel](ABC):
     def kb_material(self, kb: Any) -> str:
         """The run's material when a KB is given and no material was: by default the KB as text, which every
         seat's shared prompt carries. A protocol that slices its KB per seat returns a note instead."""
-        from kb.services import kb_material_text
 
         return kb_material_text(kb)
 

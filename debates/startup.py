@@ -11,6 +11,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from debates.platform.task_backends import InProcessBackend, server_loop_set
+from debates.services.resume import lease_seconds_left, runs_resumable, runs_resume_due
 
 log = logging.getLogger("debates.startup")
 
@@ -23,7 +24,6 @@ def in_process_tasks() -> bool:
 
 async def resume_runs_forever_once() -> None:
     """Resume what is due now, then again as each remaining lease expires, until nothing is left."""
-    from debates.services.runs import lease_seconds_left, runs_resumable, runs_resume_due
 
     try:
         for _ in range(100):

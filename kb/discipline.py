@@ -35,6 +35,7 @@ from kb.models import (
     Snapshot,
     Source,
 )
+from kb.services import kb_files
 
 NEW_NODE_MAX_RANK = STATUS_RANK["contested"]
 # The revision each applied kind writes (a traceback is logged as a criticism).
@@ -90,7 +91,6 @@ def _refuse_snapshot_write(sender: type, instance: Snapshot, **kwargs: Any) -> N
 
 
 def kb_snapshot_take(*, kb: KnowledgeBase, run: Any = None) -> Snapshot:
-    from kb.services import kb_files
 
     arguments = {
         a.arg_id: {

@@ -49,6 +49,11 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel
 
+from debates.agents.base import AgentRequest
+from debates.agents.prompts import context_expand
+from debates.agents.simulated import simulated_payload
+from debates.contract import RunView, Step
+
 Responder = Callable[[dict[str, Any], str], str]
 
 CACHE_TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
@@ -161,7 +166,6 @@ def simulated_reply(
     if step_match is None:
         return json.dumps({"text": "ok"})
     attrs = dict(_ATTR_RE.findall(step_match.group(1)))
-    from debates.agents.prompts import context_expand
 
     payloads = {
         key: json.loads(payload)
@@ -170,10 +174,6 @@ def simulated_reply(
     context = context_expand(_tag_json(text, "context", step_match.end(), {}), payloads)
     topic = _tag_json(text, "topic", 0, "")
     material = _tag_json(text, "material", 0, "")
-
-    from debates.agents.base import AgentRequest
-    from debates.agents.simulated import simulated_payload
-    from debates.contract import RunView, Step
 
     key = attrs.get("key", "")
     step = Step(

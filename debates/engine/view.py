@@ -5,6 +5,8 @@ from __future__ import annotations
 from debates.contract import KbArgument, KbMutation, KbView, RunView, SeatView, TurnView
 from debates.engine import registry
 from debates.models import HumanAction, HumanActionKind, Run
+from kb.models import KnowledgeBase, ProposedMutation, Snapshot
+from kb.services import kb_positions
 
 
 def run_view_load(run: Run) -> RunView:
@@ -56,8 +58,6 @@ def run_state_last(run: Run) -> str:
 
 
 def kb_view_load(run: Run) -> KbView:
-    from kb.models import KnowledgeBase, ProposedMutation, Snapshot
-    from kb.services import kb_positions
 
     kb = KnowledgeBase.objects.get(pk=run.kb_id or 0)
     snapshot = Snapshot.objects.filter(run=run).only("arguments").first()

@@ -11,6 +11,7 @@ from django.conf import settings
 
 from debates.engine import registry
 from debates.models import Run
+from debates.selectors.decisions import pick_history
 
 EXPORT_FORMAT_VERSION = "1"
 
@@ -151,7 +152,6 @@ def run_export_json(run: Run) -> dict[str, Any]:
 def _decision_json(run: Run) -> dict[str, Any]:
     """The human's pick after the judge's verdict (None values when nobody picked; `judge_pick` is None when the
     protocol has no pick or the judge gave no verdict), with every pick made, oldest first (the last one stands)."""
-    from debates.selectors.runs import pick_history
 
     picked = bool(run.human_pick)
     return {

@@ -50,6 +50,11 @@ class FormSection(metaclass=DeclarativeFieldsMetaclass):
         next to their fields with `self.form.add_error`)."""
         return {}
 
+    def field_refresh(self, name: str, query: Mapping[str, str]) -> tuple[str, str] | None:
+        """Field `name`'s new value, and a note for the user, when a field it depends on has changed (the page asks
+        with htmx, sending the form's current values in `query`); None when the section has no such field."""
+        return None
+
     def options(self, data: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
         """The simulated backend's options (`data["sim_cps"]` is the streaming pace)."""
         return {"cps": data["sim_cps"]}

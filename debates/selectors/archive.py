@@ -19,6 +19,7 @@ from django.db import connection
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
+from debates.engine import registry
 from debates.models import Run, RunStatus, Turn, TurnStatus
 from debates.platform.search_sqlite import fts5_query
 from debates.selectors.integrity import agreement_aggregates, agreement_from, runs_signals
@@ -39,7 +40,6 @@ VERDICT_LABELS = [
 
 
 def _protocol_choices() -> list[tuple[str, str]]:
-    from debates.engine import registry
 
     return [("", "any protocol")] + [(p.name, p.name) for p in registry.all_protocols()]
 

@@ -12,8 +12,12 @@ from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 
 from debates.engine import registry
-from debates.models import Run, RunStatus, Turn, TurnStatus, turn_dom_id
+from debates.models import Run, RunStatus, Seat, Turn, TurnStatus, turn_dom_id
 from debates.selectors import runs as selectors
+from debates.selectors.cards import run_turn_cards
+from debates.selectors.integrity import runs_signals
+from debates.selectors.panels import run_protocol_context
+from kb.models import Revision
 
 ROUND_KEY = re.compile(r"^r(\d+)/")
 MODERATOR_TASKS = frozenset({"moderator"})
@@ -105,7 +109,6 @@ def citation_links(citations: list[dict[str, Any]], kb_slug: str) -> list[dict[s
 
 def run_revisions(run: Run) -> list[dict[str, Any]]:
     """The KB revisions this run caused (R-NNN), each with the turn that triggered it."""
-    from kb.models import Revision
 
     rows = Revision.objects.filter(run=run).select_related("turn", "kb").order_by("r_id")
     revisions = []
@@ -133,10 +136,10 @@ def reader_context(run: Run, *, thread: str = "") -> dict[str, Any]:
     """What the reader shows: the committed (and failed) turns by round, each with its links to the ledger
     entries it raised or answered and the revisions it triggered; the ledger (each entry with its thread of turns)
     and the revisions beside them. `thread`: a ledger entry id whose turns are highlighted."""
-    kb = selectors.run_protocol_context(run)
+    kb = run_protocol_context(run)
     if kb:  # the approvals panel a turn's proposal links to is on the run page
         kb = {**kb, "approvals_page": reverse("run-detail", args=[run.pk])}
-    cards = [c for c in selectors.run_turn_cards(run, kb=kb) if c["status"] != TurnStatus.STREAMING]
+    cards = [c for c in run_turn_cards(run, kb=kb) if c["status"] != TurnStatus.STREAMING]
     kb_slug = kb["slug"] if kb else (run.kb.slug if run.kb_id and run.kb else "")
     numbers: dict[str, int] = kb["by_key"] if kb else {}
     ledger: list[dict[str, Any]] = kb["ledger"] if kb else []
@@ -306,7 +309,6 @@ SIGNALS = ("conceded", "deflected", "defended")
 
 
 def _seat_rows(runs: list[Run]) -> dict[int, list[dict[str, Any]]]:
-    from debates.models import Seat
 
     rows: dict[int, list[dict[str, Any]]] = {run.pk: [] for run in runs}
     for seat in Seat.objects.filter(run__in=runs).values(
@@ -319,7 +321,6 @@ def _seat_rows(runs: list[Run]) -> dict[int, list[dict[str, Any]]]:
 def compare_context(a: Run, b: Run) -> dict[str, Any]:
     """Two runs side by side: settings (differences marked), outcomes, per-seat concessions / deflections /
     defences (debates.selectors.integrity's signals, as the run page shows them), cost, duration and turn counts."""
-    from debates.selectors.integrity import runs_signals
 
     runs = [a, b]
     seats = _seat_rows(runs)

@@ -32,6 +32,7 @@ from typing import Any
 
 from django.db import transaction
 
+from debates.agents.base import backend_choices
 from debates.contract import Step, Steps
 from debates.engine import registry
 from debates.engine.effects import TurnEffects
@@ -39,6 +40,7 @@ from debates.engine.events import event_append
 from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, Seat, Turn, TurnStatus
 from debates.services.runs import ActionRefused, run_create, run_events_publish, run_wake
+from kb.models import ProposedMutation, Revision, Snapshot
 
 COPIED_STATUSES = (TurnStatus.COMMITTED, TurnStatus.FAILED)
 
@@ -173,7 +175,6 @@ def _child_create(parent: Run, *, user: Any, backend: str | None, model: str | N
 
 
 def _backend_check(backend: str) -> None:
-    from debates.agents.base import backend_choices
 
     choice = next((b for b in backend_choices() if b["name"] == backend), None)
     if choice is None:
@@ -194,7 +195,6 @@ def _start(child: Run, seqs: list[int], *, enqueue: bool) -> None:
 
 
 def _mutations_refuse(parent: Run, history: list[Turn]) -> None:
-    from kb.models import ProposedMutation
 
     proposed = set(
         ProposedMutation.objects.filter(run=parent, turn__in=history).values_list("turn_id", flat=True)
@@ -213,7 +213,6 @@ def _kb_unchanged(parent: Run, child: Run) -> None:
     """The child's snapshot (taken just now) must be the parent's: a fork starts from the KB its history saw."""
     if parent.kb_id is None:
         return
-    from kb.models import Revision, Snapshot
 
     snapshots = {s.run_id: s for s in Snapshot.objects.filter(run__in=[parent, child])}
     before, now = snapshots.get(parent.pk), snapshots.get(child.pk)

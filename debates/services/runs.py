@@ -1,5 +1,7 @@
-"""Writes: every change of a run goes through these `<entity>_<action>` functions. Each commits its rows and
-the matching RunEvent in one transaction, publishes after commit, and wakes the runner when there is work."""
+"""Writes: every change of a run goes through `<entity>_<action>` functions (here and in the sibling modules turns,
+mutations and resume). Each commits its rows and the matching RunEvent in one transaction, publishes after commit,
+and wakes the runner when there is work. This module holds run creation with its cost gate, consent, the human's
+pick, the budget, pause/resume/step/cancel, the wake-up and publish helpers, and the refusals the others raise."""
 
 from __future__ import annotations
 
@@ -8,26 +10,28 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db import IntegrityError, transaction
-from django.db.models import F, OuterRef, Q, Subquery
+from django.db import transaction
 from django.utils import timezone
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from debates.agents.base import default_model
+from debates.agents.base import backend_choices, default_model
+from debates.agents.pricing import price_get
 from debates.contract import Done, RunView
 from debates.engine import registry
 from debates.engine.events import event_append
 from debates.engine.publish import event_publish
-from debates.engine.runner import run_states_record
+from debates.engine.turns import run_states_record
 from debates.engine.view import run_view_load
-from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Seat, Turn, TurnStatus
+from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
 from debates.platform.conf import conf
-from debates.selectors.runs import run_awaited_steps
+from debates.services.estimates import run_estimate
+from debates.tasks import run_debate_task
+from kb.discipline import kb_snapshot_take
 
 log = logging.getLogger("debates.services.runs")
 
@@ -46,7 +50,6 @@ class SubmissionInvalid(Exception):
 
 def run_wake(*, run_id: int) -> None:
     """Enqueue the runner. Harmless when one is already running: the lease lets only one proceed."""
-    from debates.tasks import run_debate_task
 
     run_debate_task.enqueue(run_id)
 
@@ -122,8 +125,6 @@ def run_create(
             for index, spec in enumerate(proto.seats(parsed))
         )
         if kb is not None:
-            from kb.discipline import kb_snapshot_take
-
             kb_snapshot_take(kb=kb, run=run)
         seqs = [event_append(run_id=run.pk, kind="run_created", payload={"protocol": protocol})]
         # The run's view, loaded once: the estimate and the protocol's first states read it; the consent gate
@@ -141,8 +142,6 @@ def run_create(
 def _models_check(backend: str, models: list[str], budget_usd: Decimal | None) -> None:
     """Refuse a model the backend does not offer (it would fail every call of its seat), and a dollar budget
     that cannot be enforced because a model has no price."""
-    from debates.agents.base import backend_choices
-    from debates.agents.pricing import price_get
 
     if backend == "simulated":
         return
@@ -167,7 +166,6 @@ def _consent_gate(
     run: Run, view: RunView, *, budget_tokens: int | None, consented: bool, start: bool
 ) -> list[int]:
     """Estimate a paid run's cost; above the threshold it waits for a moderator's consent (seed 001's gate)."""
-    from debates.services.estimates import run_estimate
 
     fields = ["budget_tokens", "estimate", "estimate_usd", "consent"]
     run.budget_tokens = budget_tokens
@@ -436,184 +434,3 @@ def run_control(
     if wake:
         run_wake(run_id=run_id)
     return ControlResult(applied=True, wake=wake)
-
-
-def human_turn_submit(
-    *, run_id: int, step_key: str, data: Mapping[str, Any], user: Any, client_uuid: uuid.UUID | None = None
-) -> bool:
-    """A human seat's turn: validated like an agent's output, stored as a HumanAction, committed by the runner."""
-    with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
-        if run.is_terminal:
-            raise ActionRefused(f"The run is {run.status}; it takes no more turns.")
-        step = next((s for s in run_awaited_steps(run) if s.key == step_key), None)
-        if step is None:
-            if HumanAction.objects.filter(
-                run=run, kind=HumanActionKind.SUBMIT_TURN, step_key=step_key
-            ).exists():
-                return False  # already submitted: a double submit is a no-op
-            raise ActionRefused(f"The run is not waiting for {step_key!r} any more; reload the page.")
-        protocol = registry.get(run.protocol)
-        try:
-            payload_dict = protocol.human_payload(step, data)
-            payload = step.schema.model_validate(payload_dict)
-        except ValidationError as error:
-            raise SubmissionInvalid(
-                [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()]
-            ) from None
-        except ValueError as error:
-            raise SubmissionInvalid([str(error)]) from None
-        errors = protocol.validate(step, payload, run_view_load(run))
-        if errors:
-            raise SubmissionInvalid(errors)
-        try:
-            with transaction.atomic():
-                applied = _action_once(
-                    run,
-                    kind=HumanActionKind.SUBMIT_TURN,
-                    user=user,
-                    client_uuid=client_uuid,
-                    step_key=step_key,
-                    payload=payload.model_dump(mode="json"),
-                )
-        except IntegrityError:
-            return False
-        if not applied:
-            return False
-        run.status = RunStatus.QUEUED
-        run.save(update_fields=["status"])
-        seq = event_append(run_id=run.pk, kind="human_action", payload={"step_key": step_key})
-    event_publish(run_id=run_id, seq=seq)
-    run_wake(run_id=run_id)
-    return True
-
-
-def runs_resumable(*, now: datetime | None = None) -> tuple[list[int], datetime | None]:
-    """Runs that should be running but have no live runner, and when the next still-leased one expires. A paused
-    run counts once it was resumed (or given a step), and one waiting for a human once answered: the wake-up may
-    have died with a worker."""
-    now = now or timezone.now()
-    # A run waiting for a human has been answered when anything was recorded after it began to wait (its runner
-    # records a fresh run_status whenever it decides to wait again): the human's wake-up may have died too.
-    status_seq = Subquery(
-        RunEvent.objects.filter(run=OuterRef("pk"), kind="run_status").order_by("-seq").values("seq")[:1]
-    )
-    answered = (
-        Run.objects.filter(status=RunStatus.AWAITING_HUMAN)
-        .annotate(status_seq=status_seq)
-        .filter(last_seq__gt=F("status_seq"))
-        .values("pk")
-    )
-    candidates = Run.objects.filter(
-        Q(status__in=[RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED]) | Q(pk__in=answered)
-    ).filter(Q(pause_requested=False) | Q(step_credits__gt=0))
-    ready = list(
-        candidates.filter(
-            Q(lease_owner="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
-        ).values_list("pk", flat=True)
-    )
-    leased = candidates.exclude(lease_owner="").filter(lease_expires_at__gte=now)
-    next_expiry = min((r for r in leased.values_list("lease_expires_at", flat=True) if r), default=None)
-    return ready, next_expiry
-
-
-# A wake-up task is queued just after the change that calls for it commits: a run changed this recently is about to
-# be taken by the worker that takes that task.
-TAKEOVER_GRACE_SECONDS = 1.0
-
-
-def runs_to_take_over(*, now: datetime | None = None) -> list[int]:
-    """The runs an idle worker of the database task queue should take over: those runs_resumable finds, less those
-    another worker is about to drive, namely a run whose wake-up task is still queued and one changed within
-    TAKEOVER_GRACE_SECONDS (its wake-up is being queued). Were such a run taken over too, the worker that then takes
-    its task would wait for the lease as long as the debate goes on."""
-    from django_tasks_db.models import DBTaskResult
-
-    from debates.tasks import run_debate_task
-
-    now = now or timezone.now()
-    ready, _ = runs_resumable(now=now)
-    if not ready:
-        return []
-    queued = {
-        args_kwargs["args"][0]
-        for args_kwargs in DBTaskResult.objects.ready()
-        .filter(task_path=run_debate_task.module_path)
-        .values_list("args_kwargs", flat=True)
-    }
-    changed = set(
-        RunEvent.objects.filter(
-            run_id__in=ready, created_at__gt=now - timedelta(seconds=TAKEOVER_GRACE_SECONDS)
-        ).values_list("run_id", flat=True)
-    )
-    return [run_id for run_id in ready if run_id not in queued and run_id not in changed]
-
-
-def runs_resume_due() -> list[int]:
-    ready, _ = runs_resumable()
-    for run_id in ready:
-        run_wake(run_id=run_id)
-    return ready
-
-
-def lease_seconds_left(expiry: datetime | None) -> float:
-    if expiry is None:
-        return 0.0
-    return max(0.0, (expiry - timezone.now()) / timedelta(seconds=1))
-
-
-def run_mutation_decide(
-    run_id: int,
-    mutation_id: int,
-    approve: bool,
-    reason: str = "",
-    user: Any = None,
-    *,
-    client_uuid: uuid.UUID | None = None,
-) -> Any:
-    """A moderator approves (applied through the KB discipline, which writes its R-NNN revision) or rejects (with
-    a reason) a KB mutation this run proposed. The decision, its HumanAction and a `mutation_decided` RunEvent
-    commit together, so every open page of the run re-renders its ledger, approvals and KB ratings.
-    A double submit (same client uuid) changes nothing; a proposal decided already is refused with its state.
-    Returns the ProposedMutation as it stands."""
-    from kb.discipline import DisciplineViolation, mutation_decide
-    from kb.models import MutationStatus, ProposedMutation
-
-    with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
-        mutation = ProposedMutation.objects.filter(pk=mutation_id, run=run).first()
-        if mutation is None:
-            raise ActionRefused(f"Run {run_id} proposed no KB change #{mutation_id}.")
-        if client_uuid is not None and HumanAction.objects.filter(client_uuid=client_uuid).exists():
-            return mutation  # decided already by this very submission
-        if mutation.status != MutationStatus.PENDING:
-            done = f" as {mutation.revision.r_id}" if mutation.revision else ""
-            raise ActionRefused(f"This proposal is {mutation.status}{done} already.")
-        try:
-            with transaction.atomic():
-                mutation = mutation_decide(mutation=mutation, approve=approve, user=user, reason=reason)
-        except DisciplineViolation as violation:
-            raise ActionRefused(str(violation)) from None
-        revision = mutation.revision.r_id if mutation.revision else ""
-        _action_once(
-            run,
-            kind=HumanActionKind.MUTATION_DECIDE,
-            user=user,
-            client_uuid=client_uuid,
-            payload={"mutation": mutation.pk, "approve": approve, "reason": reason.strip()},
-        )
-        label = getattr(user, "get_username", lambda: "someone")()
-        seq = event_append(
-            run_id=run.pk,
-            kind="mutation_decided",
-            payload={
-                "mutation": mutation.pk,
-                "kind": mutation.kind,
-                "status": mutation.status,
-                "revision": revision,
-                "arg_id": str(mutation.payload.get("arg_id", "")),
-                "user": label,
-            },
-        )
-    event_publish(run_id=run_id, seq=seq)
-    return mutation

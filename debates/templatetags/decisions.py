@@ -8,13 +8,13 @@ from typing import Any
 from django import template
 
 from debates.models import Run
+from debates.selectors.decisions import pick_context
 
 register = template.Library()
 
 
 @register.simple_tag
 def run_decision(run: Run) -> dict[str, Any]:
-    """`{% run_decision run as decision %}`: selectors.pick_context(run)."""
-    from debates.selectors.runs import pick_context
+    """`{% run_decision run as decision %}`: selectors.decisions.pick_context(run)."""
 
     return pick_context(run)

@@ -8,6 +8,7 @@ from typing import Any
 from django import template
 
 from debates.models import Run
+from debates.selectors.integrity import run_signals
 
 register = template.Library()
 
@@ -15,6 +16,5 @@ register = template.Library()
 @register.simple_tag
 def run_integrity(run: Run) -> dict[str, Any]:
     """`{% run_integrity run as integrity %}`: debates.selectors.integrity.run_signals(run)."""
-    from debates.selectors.integrity import run_signals
 
     return run_signals(run)

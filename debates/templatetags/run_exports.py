@@ -7,6 +7,7 @@ from __future__ import annotations
 from django import template
 
 from debates.contract import ExportFormat
+from debates.exports.files import offered_formats
 from debates.models import Run
 
 register = template.Library()
@@ -15,6 +16,5 @@ register = template.Library()
 @register.filter
 def run_downloads(run: Run) -> list[ExportFormat]:
     """`run|run_downloads`: debates.exports.files.offered_formats(run)."""
-    from debates.exports.files import offered_formats
 
     return offered_formats(run)

@@ -13,6 +13,7 @@ from django.utils.module_loading import import_string
 from debates.agents.base import backend_choices
 from debates.engine import registry
 from debates.protocols.form import USD_ERRORS, FormSection
+from kb.models import KnowledgeBase
 
 # Numbers end up in database columns (debates.models): the forms bound them to the columns' ranges, so an
 # out-of-range value is an error on its field, never an overflow in the database.
@@ -95,7 +96,6 @@ class RunForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from kb.models import KnowledgeBase
 
         self.fields["kb"].queryset = KnowledgeBase.objects.all()  # type: ignore[attr-defined]
         protocols = registry.all_protocols()

@@ -1,7 +1,7 @@
 """Server -> browser frames. Every frame is HTML rendered from the run page's own partials, and every top-level
 element carries an explicit hx-swap-oob, so the page and the stream share one template (htmx 2 and 4 alike).
 
-A protocol may add panels to the run page (selectors.run_panel_specs, e.g. the kb-debate's #ledger and
+A protocol may add panels to the run page (selectors.panels.run_panel_specs, e.g. the kb-debate's #ledger and
 #approvals): shared ones are re-rendered once per event that changes them, per-user ones (holding controls)
 with the moderator panel for each viewer."""
 
@@ -17,6 +17,14 @@ from django.utils import timezone
 from debates.models import Run, RunEvent
 from debates.platform.conf import conf
 from debates.selectors import runs as selectors
+from debates.selectors.cards import body_template, live_card, run_turn_cards, seat_names, turn_card
+from debates.selectors.panels import (
+    MUTATION_EVENT,
+    moderator_context,
+    run_panel_specs,
+    run_panels,
+    run_protocol_context,
+)
 
 RUN_TEMPLATE = "debates/run_detail.html"
 INTEGRITY_TEMPLATE = "debates/integrity.html"
@@ -35,7 +43,7 @@ def turn_live_frame(
     *, key: str, task: str, protocol: str, text: str, names: dict[str, str] | None = None
 ) -> str:
     """The streaming body of a turn, re-rendered from the JSON parsed so far. No database access."""
-    card = selectors.live_card(key=key, task=task, protocol=protocol, text=text, names=names)
+    card = live_card(key=key, task=task, protocol=protocol, text=text, names=names)
     return _partial("turn-live", {"card": card, "oob": True})
 
 
@@ -52,12 +60,12 @@ def kb_marks_frame(run: Run, kb: dict[str, Any] | None, event: RunEvent | None =
         return ""
     html = "".join(
         render_to_string(
-            f"{selectors.body_template(run.protocol, 'kb-status')}",
+            f"{body_template(run.protocol, 'kb-status')}",
             {"kb": kb, "a": arg["id"], "info": arg, "mark_oob": True},
         )
         for arg in kb["changed"]
     )
-    if event is not None and event.kind == selectors.MUTATION_EVENT:
+    if event is not None and event.kind == MUTATION_EVENT:
         state = next(
             (
                 m
@@ -69,7 +77,7 @@ def kb_marks_frame(run: Run, kb: dict[str, Any] | None, event: RunEvent | None =
         )
         if state is not None:
             html += render_to_string(
-                selectors.body_template(run.protocol, "mutation-state"),
+                body_template(run.protocol, "mutation-state"),
                 {"kb": kb, "state": state, "mark_oob": True},
             )
     return html
@@ -88,7 +96,7 @@ def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tu
     integrity panel in the last that changed the panels. Every frame of a burst is kept for replays before any is
     sent, so a viewer who misses some still ends on those widgets."""
     run = Run.objects.get(pk=events[0].run_id)
-    specs = selectors.run_panel_specs(run)
+    specs = run_panel_specs(run)
     panels_by_event = [
         e.kind not in TURN_EVENTS or any(p.per_user and e.kind in p.refresh_on for p in specs) for e in events
     ]
@@ -98,10 +106,10 @@ def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tu
     kb_by_event = [
         bool(shared) or e.kind == "turn_committed" for e, shared in zip(events, shared_by_event, strict=True)
     ]
-    kb = selectors.run_protocol_context(run) if any(kb_by_event) else None
+    kb = run_protocol_context(run) if any(kb_by_event) else None
     keys = [e.payload["key"] for e in events if e.kind in TURN_EVENTS]
     turns = {t.key: t for t in run.turns.select_related("seat").filter(key__in=keys)} if keys else {}
-    names = selectors.seat_names(run) if keys else {}
+    names = seat_names(run) if keys else {}
     frames = []
     for index, (event, shared, needs_kb, panels) in enumerate(
         zip(events, shared_by_event, kb_by_event, panels_by_event, strict=True)
@@ -109,7 +117,7 @@ def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tu
         event_kb = kb if needs_kb else None
         parts = []
         if event.kind in TURN_EVENTS:
-            card = selectors.turn_card(turns[event.payload["key"]], run.protocol, names, event_kb)
+            card = turn_card(turns[event.payload["key"]], run.protocol, names, event_kb)
             if event.kind == "turn_started":
                 parts.append(
                     '<div hx-swap-oob="beforeend:#transcript">' + _partial("turn", {"card": card}) + "</div>"
@@ -118,9 +126,7 @@ def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tu
                 parts.append(_partial("turn", {"card": card, "oob": True}))
         if shared:
             ids = {p.id for p in shared}
-            parts += [
-                _panel(p) for p in selectors.run_panels(run, per_user=False, kb=event_kb) if p["id"] in ids
-            ]
+            parts += [_panel(p) for p in run_panels(run, per_user=False, kb=event_kb) if p["id"] in ids]
             parts.append(kb_marks_frame(run, event_kb, event))
         if index == status_at:
             parts.append(status_frame(run))
@@ -141,14 +147,14 @@ def snapshot_frame(run_id: int, user: Any) -> tuple[str, int]:
     out (their events append them), so nothing is missing and nothing doubled whatever the isolation level."""
     run = Run.objects.get(pk=run_id)
     seq = run.last_seq
-    kb = selectors.run_protocol_context(run)
-    cards = selectors.run_turn_cards(run, upto_seq=seq, kb=kb, from_cache=True)
+    kb = run_protocol_context(run)
+    cards = run_turn_cards(run, upto_seq=seq, kb=kb, from_cache=True)
     html = (
         status_frame(run)
         + _partial("transcript", {"cards": cards, "oob": True})
         + _partial("outcome", {"run": run, "oob": True})
         + integrity_frame(run)
-        + "".join(_panel(p) for p in selectors.run_panels(run, per_user=False, kb=kb))
+        + "".join(_panel(p) for p in run_panels(run, per_user=False, kb=kb))
         + panels_frame(run_id, user, run=run, kb=kb)
     )
     return html, seq
@@ -173,8 +179,8 @@ def panels_frame(run_id: int, user: Any, *, run: Run | None = None, kb: dict[str
 
 
 def _panels_frame(run: Run, user: Any, kb: dict[str, Any] | None) -> str:
-    return _partial("moderator", {**selectors.moderator_context(run, user, kb=kb), "oob": True}) + "".join(
-        _panel(p) for p in selectors.run_panels(run, user, per_user=True, kb=kb)
+    return _partial("moderator", {**moderator_context(run, user, kb=kb), "oob": True}) + "".join(
+        _panel(p) for p in run_panels(run, user, per_user=True, kb=kb)
     )
 
 

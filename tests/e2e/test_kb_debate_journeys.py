@@ -15,8 +15,8 @@ import pytest
 from playwright.sync_api import ConsoleMessage, Locator, Page, expect
 
 from debates.models import Run
-from debates.protocols.kb_debate.protocol import ORBIT_EDGES
-from debates.selectors import runs as selectors
+from debates.protocols.kb_debate.ledger import ORBIT_EDGES
+from debates.selectors.panels import run_protocol_context
 from kb.models import Argument, ProposedMutation
 
 pytestmark = pytest.mark.e2e
@@ -93,7 +93,7 @@ def the_moves(run_id: int) -> dict[str, Any]:
     deflection: a position that cited an argument orbiting (tangential / scope-mismatched / layer-shifted) a
     central question's argument it did not cite."""
     run = Run.objects.get(pk=run_id)
-    kb = selectors.run_protocol_context(run)
+    kb = run_protocol_context(run)
     assert kb is not None
     ruling = next(
         (e, r["arg"])

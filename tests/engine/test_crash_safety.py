@@ -310,7 +310,7 @@ def test_a_resumer_takes_back_a_run_it_lost_to_a_runner_that_then_died(make_run,
     waiting in `resume_runs`) must take the run over once the dead winner's lease expires, not idle forever."""
     from channels.db import database_sync_to_async
 
-    from debates.engine.runner import lease_try_acquire
+    from debates.engine.lease import lease_try_acquire
     from debates.management.commands import resume_runs as command
 
     settings.DISPUTA = {**settings.DISPUTA, "LEASE_SECONDS": 1}

@@ -65,7 +65,8 @@ class RunnerTests:
     def test_a_second_runner_cannot_take_a_leased_run(self, make_run):
         from asgiref.sync import async_to_sync
 
-        from debates.engine.runner import lease_try_acquire, run_execute
+        from debates.engine.lease import lease_try_acquire
+        from debates.engine.runner import run_execute
 
         run = make_run()
         assert lease_try_acquire(run.pk, "someone-else")

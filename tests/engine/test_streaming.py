@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 
-from debates.engine import runner
+from debates.engine import stream
 from debates.models import Turn
 from tests.conftest import run_to_stop
 
@@ -30,7 +30,7 @@ class RecordingLayer:
 def layer(monkeypatch) -> RecordingLayer:
     """The runner's channel layer, recording the live messages it is sent."""
     recording = RecordingLayer()
-    monkeypatch.setattr(runner, "get_channel_layer", lambda: recording)
+    monkeypatch.setattr(stream, "get_channel_layer", lambda: recording)
     return recording
 
 
@@ -66,13 +66,13 @@ def test_the_parallel_turns_of_a_stage_share_one_live_message_per_flush_interval
 
 def _record_saves(monkeypatch) -> list[tuple[float, str]]:
     saved: list[tuple[float, str]] = []
-    original_flush = runner.turn_flush
+    original_flush = stream.turn_flush
 
     def recording_flush(turn_id, attempt, text, first_token_at):
         saved.append((time.monotonic(), text))
         original_flush(turn_id, attempt, text, first_token_at)
 
-    monkeypatch.setattr(runner, "turn_flush", recording_flush)
+    monkeypatch.setattr(stream, "turn_flush", recording_flush)
     return saved
 
 

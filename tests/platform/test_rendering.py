@@ -9,7 +9,7 @@ import pytest
 from django.template.loader import render_to_string
 
 from debates.platform.rendering import ALLOWED_TAGS, render_markdown, render_markdown_inline
-from debates.selectors.runs import live_card
+from debates.selectors.cards import live_card
 
 XSS_CORPUS = [
     "<script>alert(1)</script>",

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from debates.models import Run, RunEvent
 from debates.services import runs as services
+from debates.services.resume import TAKEOVER_GRACE_SECONDS, runs_resumable, runs_to_take_over
 from tests.engine.crash_helpers import Proc, free_port, kill_all, lease_owner_pid, wait_for
 from tests.scaled.conftest import DATABASE_TASKS, scaled_env
 
@@ -75,9 +76,9 @@ def test_an_idle_worker_leaves_a_resumed_run_to_the_worker_that_takes_its_wake_u
     Run.objects.filter(pk=run.pk).update(pause_requested=True)  # held, as a moderator's pause holds it
     services.run_control(run_id=run.pk, action="resume", user=moderator)
     resumed_at = RunEvent.objects.filter(run=run, kind="control").latest("seq").created_at
-    later = resumed_at + timedelta(seconds=services.TAKEOVER_GRACE_SECONDS + 1)
-    assert run.pk in services.runs_resumable(now=later)[0]  # no runner holds it...
-    assert run.pk not in services.runs_to_take_over(now=later)  # ...but its wake-up waits in the queue
+    later = resumed_at + timedelta(seconds=TAKEOVER_GRACE_SECONDS + 1)
+    assert run.pk in runs_resumable(now=later)[0]  # no runner holds it...
+    assert run.pk not in runs_to_take_over(now=later)  # ...but its wake-up waits in the queue
 
     # A worker took the wake-up and died before it leased the run: the run is taken over, once the wake-up had
     # time to lease it.
@@ -85,8 +86,8 @@ def test_an_idle_worker_leaves_a_resumed_run_to_the_worker_that_takes_its_wake_u
         DBTaskResult.objects.filter(status=TaskResultStatus.READY).update(status=TaskResultStatus.RUNNING)
         == 1
     )
-    assert run.pk not in services.runs_to_take_over(now=resumed_at + timedelta(seconds=0.5))
-    assert run.pk in services.runs_to_take_over(now=later)
+    assert run.pk not in runs_to_take_over(now=resumed_at + timedelta(seconds=0.5))
+    assert run.pk in runs_to_take_over(now=later)
 
 
 def test_an_idle_worker_takes_over_a_run_whose_lease_expired(transactional_db: None, make_run: Any):
@@ -98,8 +99,8 @@ def test_an_idle_worker_takes_over_a_run_whose_lease_expired(transactional_db: N
     Run.objects.filter(pk=leased.pk).update(
         status="running", lease_owner="alive:2", lease_expires_at=now + timedelta(seconds=30)
     )
-    later = now + timedelta(seconds=services.TAKEOVER_GRACE_SECONDS + 1)  # past the runs' creation
-    assert services.runs_to_take_over(now=later) == [run.pk]
+    later = now + timedelta(seconds=TAKEOVER_GRACE_SECONDS + 1)  # past the runs' creation
+    assert runs_to_take_over(now=later) == [run.pk]
 
 
 def test_one_worker_with_concurrency_two_drives_two_queued_debates_at_once(

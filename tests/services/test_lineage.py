@@ -16,6 +16,7 @@ from debates.models import HumanAction, Run, RunEvent, Turn
 from debates.selectors.runs import run_awaited_steps
 from debates.services import lineage
 from debates.services import runs as services
+from debates.services.turns import human_turn_submit
 from kb.demo import demo_kbs_load
 from kb.models import KnowledgeBase, ProposedMutation
 from tests.conftest import run_to_stop
@@ -175,7 +176,7 @@ class ForkTests:
                     f"{prefix}-gap": "No figure.",
                     f"{prefix}-question": "?",
                 }
-        services.human_turn_submit(run_id=parent.pk, step_key=step.key, data=form, user=moderator)
+        human_turn_submit(run_id=parent.pk, step_key=step.key, data=form, user=moderator)
         run_to_stop(parent)
         services.run_control(run_id=parent.pk, action="cancel", user=moderator)
 

@@ -6,86 +6,10 @@ import uuid
 from decimal import Decimal
 
 import pytest
-from django.db import transaction
 
-from debates.models import HumanAction, Run, RunEvent, Turn
-from debates.selectors.runs import run_awaited_steps
+from debates.models import HumanAction, RunEvent
 from debates.services import runs as services
 from tests.conftest import run_to_stop
-
-
-def _questions_form(step) -> dict[str, str]:
-    form = {}
-    for analysis in step.context["analyses"]:
-        for row, claim in enumerate(analysis["claims"][:2], start=1):
-            prefix = f"{analysis['analyst']}-{row}"
-            form |= {
-                f"{prefix}-claim": claim["id"],
-                f"{prefix}-gap": "No figure given.",
-                f"{prefix}-question": "Which figure?",
-            }
-    return form
-
-
-@pytest.mark.django_db(transaction=True)
-class HumanExaminerTests:
-    def test_the_run_waits_for_the_human_then_takes_the_submitted_turns(self, make_run, moderator):
-        run = make_run(config={"examiner": "human"})
-        assert run_to_stop(run) == "waiting"
-        assert run.status == "awaiting_human" and run.awaiting == ["r2/questions/examiner"]
-        (step,) = run_awaited_steps(run)
-
-        assert services.human_turn_submit(
-            run_id=run.pk,
-            step_key=step.key,
-            data=_questions_form(step),
-            user=moderator,
-            client_uuid=uuid.uuid4(),
-        )
-        run.refresh_from_db()
-        assert run.status == "queued"
-
-        assert run_to_stop(run) == "waiting"
-        assert run.awaiting == ["r4/assessment/examiner"]
-        questions = Turn.objects.get(run=run, key="r2/questions/examiner")
-        assert (
-            questions.human and questions.status == "committed" and len(questions.payload["questions"]) == 6
-        )
-
-        (step,) = run_awaited_steps(run)
-        form = {f"{item['question_id']}-classification": "DEFENDED" for item in step.context["record"]}
-        services.human_turn_submit(run_id=run.pk, step_key=step.key, data=form, user=moderator)
-        assert run_to_stop(run) == "done"
-        assert run.status == "completed"
-        assert [row["defended"] for row in run.outcome["summary"]] == [2, 2, 2]
-
-    def test_an_invalid_submission_is_refused_with_reasons_and_records_nothing(self, make_run, moderator):
-        run = make_run(config={"examiner": "human"})
-        run_to_stop(run)
-        (step,) = run_awaited_steps(run)
-        form = _questions_form(step)
-        form = {k: v for k, v in form.items() if not k.startswith("analyst-ada-2")}
-        with pytest.raises(services.SubmissionInvalid) as refused:
-            services.human_turn_submit(run_id=run.pk, step_key=step.key, data=form, user=moderator)
-        assert refused.value.errors == ["Ada gets 1 questions; ask 2–3 per analyst"]
-        assert not HumanAction.objects.filter(run=run).exists()
-
-    def test_a_double_submit_is_applied_once(self, make_run, moderator):
-        run = make_run(config={"examiner": "human"})
-        run_to_stop(run)
-        (step,) = run_awaited_steps(run)
-        token = uuid.uuid4()
-        first = services.human_turn_submit(
-            run_id=run.pk, step_key=step.key, data=_questions_form(step), user=moderator, client_uuid=token
-        )
-        again = services.human_turn_submit(
-            run_id=run.pk, step_key=step.key, data=_questions_form(step), user=moderator, client_uuid=token
-        )
-        fresh = services.human_turn_submit(
-            run_id=run.pk, step_key=step.key, data=_questions_form(step), user=moderator
-        )
-        assert (first, again, fresh) == (True, False, False)
-        assert HumanAction.objects.filter(run=run, kind="submit_turn").count() == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -115,60 +39,6 @@ class ControlTests:
             services.run_control(run_id=run.pk, action="resume", user=moderator)
         kinds = list(RunEvent.objects.filter(run=run).values_list("kind", flat=True))
         assert kinds[-2:] == ["control", "run_status"]
-
-
-@pytest.mark.django_db(transaction=True)
-class ResumeTests:
-    def test_runs_with_a_dead_runner_are_found_once_the_lease_expires(self, make_run):
-        from datetime import timedelta
-
-        from django.utils import timezone
-
-        from debates.models import Run
-
-        alive, dead, fresh = make_run(), make_run(), make_run()
-        now = timezone.now()
-        Run.objects.filter(pk=alive.pk).update(
-            status="running", lease_owner="x", lease_expires_at=now + timedelta(seconds=30)
-        )
-        Run.objects.filter(pk=dead.pk).update(
-            status="running", lease_owner="y", lease_expires_at=now - timedelta(seconds=1)
-        )
-        ready, next_expiry = services.runs_resumable(now=now)
-        assert sorted(ready) == sorted([dead.pk, fresh.pk])
-        assert next_expiry == now + timedelta(seconds=30)
-
-    def test_a_resumed_run_still_paused_is_found_but_not_one_paused_or_stopped_by_its_budget(self, make_run):
-        """A resume wakes the runner with a task; a worker killed holding that task must not leave the run paused
-        for good. A moderator's pause and a budget stop (pause requested) stay paused."""
-        from debates.models import Run
-
-        resumed, stepped, paused = make_run(), make_run(), make_run()
-        Run.objects.filter(pk=resumed.pk).update(status="paused", pause_requested=False)
-        Run.objects.filter(pk=stepped.pk).update(status="paused", pause_requested=True, step_credits=1)
-        Run.objects.filter(pk=paused.pk).update(status="paused", pause_requested=True, budget_stopped=True)
-        ready, _ = services.runs_resumable()
-        assert resumed.pk in ready and stepped.pk in ready and paused.pk not in ready
-
-    def test_a_run_waiting_for_a_human_is_found_once_answered_but_not_while_still_waiting(self, make_run):
-        """The human's action wakes the runner with a task, which may die with a worker; the action is recorded
-        after the run began to wait, and a runner that decides to wait again records a fresh status."""
-        from debates.engine.events import event_append
-        from debates.models import Run
-
-        answered, waiting = make_run(), make_run()
-        for run in (answered, waiting):
-            with transaction.atomic():
-                Run.objects.filter(pk=run.pk).update(status="awaiting_human")
-                event_append(run_id=run.pk, kind="run_status", payload={"status": "awaiting_human"})
-        with transaction.atomic():
-            event_append(run_id=answered.pk, kind="human_action", payload={"step_key": "r1/moderator"})
-        ready, _ = services.runs_resumable()
-        assert answered.pk in ready and waiting.pk not in ready
-        with transaction.atomic():  # a runner took it over and found it must still wait
-            event_append(run_id=answered.pk, kind="run_status", payload={"status": "awaiting_human"})
-        ready, _ = services.runs_resumable()
-        assert answered.pk not in ready
 
 
 @pytest.mark.django_db(transaction=True)
@@ -287,38 +157,11 @@ class CostGuardTests:
         assert run.budget_tokens == 50_000
 
 
-@pytest.mark.django_db(transaction=True)
-class BudgetStopTests:
-    """The stop is re-checked under the run's lock once the stage's other calls have ended."""
-
-    def _stop(self, run, **budget):
-        from debates.engine.runner import BudgetExceeded, run_budget_stop
-
-        Run.objects.filter(pk=run.pk).update(lease_owner="me", **budget)
-        return run_budget_stop(
-            run.pk, "me", BudgetExceeded("Budget reached: …", cost_usd=Decimal("0.5"), tokens=10)
-        )
-
-    def test_it_stops_when_the_call_still_does_not_fit(self, make_run):
-        seq, stopped = self._stop(make_run(), budget_usd=Decimal("0.1"))
-        assert stopped and seq is not None
-        run = Run.objects.get()
-        assert run.status == "paused" and run.budget_stopped and run.pause_requested
-
-    def test_a_cancel_requested_meanwhile_wins(self, make_run):
-        assert self._stop(make_run(), budget_usd=Decimal("0.1"), cancel_requested=True) == (None, False)
-        assert not Run.objects.get().budget_stopped
-
-    def test_a_budget_raised_meanwhile_lets_the_run_go_on(self, make_run):
-        assert self._stop(make_run(), budget_usd=Decimal("5")) == (None, False)
-        assert Run.objects.get().status == "queued"
-
-
 @pytest.mark.django_db
 def test_creating_a_run_loads_its_view_once_for_the_estimate_and_the_first_states(monkeypatch, settings):
     """A simulated consultation is estimated (its gate shows without a key) and has a state machine: both read
     the run's view, which run_create loads once; the states still see the gate's answer."""
-    from debates.engine import runner, view
+    from debates.engine import turns, view
     from debates.services import estimates
 
     settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0"}
@@ -329,7 +172,7 @@ def test_creating_a_run_loads_its_view_once_for_the_estimate_and_the_first_state
         loads.append(run.pk)
         return real(run, *args, **kwargs)
 
-    for module in (services, estimates, runner):
+    for module in (services, estimates, turns):
         monkeypatch.setattr(module, "run_view_load", counting)
     run = services.run_create(
         protocol="consultation",

@@ -275,7 +275,7 @@ async def test_a_client_that_connects_mid_run_gets_the_turns_so_far_in_its_snaps
 async def test_a_live_frame_renders_at_every_point_of_a_turns_stream(make_run):
     """A token batch can end anywhere; rendering the partial turn must never raise (an error in a live frame
     would fail the whole run). Cut each turn's final text after every JSON delimiter and render it live."""
-    from debates.selectors.runs import seat_names
+    from debates.selectors.cards import seat_names
     from debates.web.frames import turn_live_frame
 
     run = await sync_to_async(make_run)()

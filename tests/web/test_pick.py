@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from debates.exports.run_json import run_export_json
 from debates.models import HumanAction, Run, RunEvent
-from debates.selectors.runs import pick_context
+from debates.selectors.decisions import pick_context
 from debates.services import runs as services
 from debates.web.frames import event_frame
 from tests.conftest import run_to_stop

@@ -15,10 +15,11 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from debates.engine.runner import turn_citations
+from debates.engine.turns import turn_citations
 from debates.models import Run, RunStatus, Turn
 from debates.selectors.review import turn_rounds
 from debates.services import runs as services
+from debates.services.mutations import run_mutation_decide
 from kb.models import ProposedMutation, Revision
 from tests.conftest import run_to_stop
 from tests.platform.test_rendering import XSS_CORPUS, executable_parts
@@ -79,7 +80,7 @@ def squash(html: str) -> str:
 
 def approve_downgrade(run: Run, user: Any) -> Revision:
     mutation = ProposedMutation.objects.get(run=run, kind="status-downgrade", payload__arg_id="arg-006")
-    services.run_mutation_decide(run.pk, mutation.pk, True, "", user, client_uuid=uuid.uuid4())
+    run_mutation_decide(run.pk, mutation.pk, True, "", user, client_uuid=uuid.uuid4())
     mutation.refresh_from_db()
     assert mutation.revision is not None
     return mutation.revision

@@ -15,7 +15,7 @@ from django.test import Client
 
 from debates.engine.events import event_append
 from debates.models import Turn, TurnStatus
-from debates.selectors import runs as selectors
+from debates.selectors import cards
 from tests.conftest import run_to_stop
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the runner commits in its own threads
@@ -63,13 +63,13 @@ def test_a_reload_reads_cached_cards_at_once_and_renders_none_again(
     assert run_to_stop(run) == "done"
     first = moderator_client.get(f"/runs/{run.pk}/").content.decode()
     built: list[str] = []
-    real_turn_card = selectors.turn_card
+    real_turn_card = cards.turn_card
 
     def counting_turn_card(turn: Turn, *args: Any, **kwargs: Any) -> dict[str, Any]:
         built.append(turn.key)
         return real_turn_card(turn, *args, **kwargs)
 
-    monkeypatch.setattr(selectors, "turn_card", counting_turn_card)
+    monkeypatch.setattr(cards, "turn_card", counting_turn_card)
     second = moderator_client.get(f"/runs/{run.pk}/").content.decode()
     assert built == []
     assert _transcript(second) == _transcript(first)
@@ -80,7 +80,7 @@ def test_a_reload_reads_cached_cards_at_once_and_renders_none_again(
     evicted = Turn.objects.get(run=run, key=keys[2])
     caches["fragments"].delete(
         make_template_fragment_key(
-            selectors.TURN_CARD_FRAGMENT,
+            cards.TURN_CARD_FRAGMENT,
             [
                 f"{run.pk}:{evicted.pk}:{evicted.attempt}:{evicted.status}:{evicted.finished_at.isoformat()}:{run.last_seq}"
             ],

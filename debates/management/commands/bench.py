@@ -35,10 +35,13 @@ from django.core.management.color import no_style
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from debates import demo
+from debates.devtools import bench_fanout
 from debates.devtools.fake_llm import FakeLLMServer
-from debates.engine.runner import RunnerOutcome, run_execute
-from debates.models import Run
+from debates.engine.runner import run_execute
+from debates.engine.turns import RunnerOutcome
+from debates.models import HumanAction, Run, RunEvent, Seat, Turn
 from debates.services import runs as services
+from kb.demo import demo_kbs_load
 
 TARGET_WALL = 1.03
 TARGET_STAGE = 1.05
@@ -86,7 +89,6 @@ def _stage_of(body: dict[str, Any]) -> str:
 
 
 def measure_cache(*, analysts: int, seed: int) -> dict[str, Any]:
-    from kb.demo import demo_kbs_load
 
     kb = demo_kbs_load()[0]
     names = ["Ada", "Bo", "Cy", "Di", "Ed", "Flo"][:analysts]
@@ -245,8 +247,6 @@ def generate_pages_data(*, runs: int, turns: int) -> dict[str, Any]:
     ids the timings need."""
     from django.utils import timezone
 
-    from debates.models import Seat, Turn
-
     template = _template_run()
     seats = list(template.seats.order_by("position", "id"))
     source = list(template.turns.select_related("seat").order_by("first_seq", "id"))
@@ -391,8 +391,6 @@ def generate_pages_data(*, runs: int, turns: int) -> dict[str, Any]:
 def bench_pages_cleanup() -> None:
     """Delete what generate_pages_data wrote (raw deletes: nothing outside the bench refers to these rows)."""
     from django.contrib.auth import get_user_model
-
-    from debates.models import HumanAction, RunEvent, Seat, Turn
 
     runs = Run.objects.filter(topic__startswith=BENCH_PREFIX)
     for model in (Turn, RunEvent, HumanAction, Seat):
@@ -596,7 +594,6 @@ class Command(BaseCommand):
     def _fanout(
         self, *, debates: int, viewers: int, layers: list[str], cps: float, database: str, workers: int | None
     ) -> None:
-        from debates.devtools import bench_fanout
 
         workers = min(workers or debates, debates)
         concurrency = -(-debates // workers)  # the debates shared out, rounded up

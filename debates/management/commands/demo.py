@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand
 from debates import demo
 from debates.agents.catalog import anthropic_unavailable_reason
 from debates.services import runs as services
+from kb.demo import demo_kbs_load
 
 
 def account_ensure(username: str, password: str, *, moderator: bool) -> None:
@@ -50,7 +51,6 @@ class Command(BaseCommand):
         passwords = {"moderator": secrets.token_urlsafe(12), "viewer": secrets.token_urlsafe(12)}
         account_ensure("moderator", passwords["moderator"], moderator=True)
         account_ensure("viewer", passwords["viewer"], moderator=False)
-        from kb.demo import demo_kbs_load
 
         kbs = demo_kbs_load()
         # Real agents when the server has a key (the demo run is estimated and budgeted like any other).

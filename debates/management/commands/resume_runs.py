@@ -10,7 +10,7 @@ from channels.db import database_sync_to_async
 from django.core.management.base import BaseCommand
 
 from debates.engine.runner import run_execute
-from debates.services.runs import lease_seconds_left, runs_resumable
+from debates.services.resume import lease_seconds_left, runs_resumable
 
 
 class Command(BaseCommand):

@@ -19,6 +19,7 @@ from debates.engine.runner import run_execute
 from debates.engine.view import run_view_load
 from debates.platform.conf import conf
 from debates.services import runs as services
+from kb.models import KnowledgeBase
 
 
 class Command(BaseCommand):
@@ -53,8 +54,6 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         kb = None
         if opts["kb"]:
-            from kb.models import KnowledgeBase
-
             kb = KnowledgeBase.objects.filter(slug=opts["kb"]).first()
             if kb is None:
                 slugs = ", ".join(KnowledgeBase.objects.values_list("slug", flat=True)) or "none imported"

@@ -21,6 +21,7 @@ class Command(BaseCommand):
         from daphne.server import Server, twisted_loop
         from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
+        # Built on demand: `manage.py help` and the other commands must not build the ASGI application.
         from debates.asgi import application
 
         def ready() -> None:

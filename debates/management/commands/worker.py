@@ -20,8 +20,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections, connections
 
-from debates.engine.runner import RunnerOutcome, run_execute
-from debates.services.runs import runs_to_take_over
+from debates.agents.base import backend_choices, backend_get
+from debates.engine import registry
+from debates.engine.runner import run_execute
+from debates.engine.turns import RunnerOutcome
+from debates.models import Run
+from debates.services.resume import runs_to_take_over
+from debates.web.frames import INTEGRITY_TEMPLATE, RUN_TEMPLATE
 
 log = logging.getLogger("debates.worker")
 
@@ -38,11 +43,7 @@ def worker_warm_up() -> None:
     from django.urls import reverse
     from django.utils import formats
 
-    from debates.agents.base import backend_choices, backend_get
-    from debates.engine import registry
-    from debates.models import Run
     from debates.selectors import integrity  # noqa: F401  (the integrity panel's tag imports it on first render)
-    from debates.web.frames import INTEGRITY_TEMPLATE, RUN_TEMPLATE
 
     reverse("run-list")
     for name in {RUN_TEMPLATE, INTEGRITY_TEMPLATE, *(p.template for p in registry.all_protocols())}:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from debates.agents.base import AgentRequest
+from debates.agents.simulated import material_sentences
 
 SEVERITY_BASE = {"critical": 5, "high": 4, "medium": 3, "low": 2}
 SEVERITY_RANK = {"critical": 4, "high": 3, "medium": 2, "low": 1}
@@ -158,9 +159,6 @@ ACKNOWLEDGED = (
 
 
 def _sentences(request: AgentRequest) -> list[str]:
-    from debates.agents.simulated import (
-        material_sentences,
-    )  # loaded by then: it is what discovers this module
 
     return [s[:600] for s in material_sentences(request.view.material)]
 

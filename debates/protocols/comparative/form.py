@@ -95,6 +95,18 @@ class ComparativeForm(FormSection):
     sim_judge_slip = forms.BooleanField(required=False, label="Comparative: the judge's arithmetic slips")
     sim_hedge = forms.BooleanField(required=False, label="Comparative: advocate B hedges")
 
+    def field_refresh(self, name: str, query: Mapping[str, str]) -> tuple[str, str] | None:
+        """The criteria box for a decision type: its default criteria, unless the user has edited the box (then
+        it is kept, and the note says how to get the defaults)."""
+        if name != "criteria":
+            return None
+        decision_type = query.get("decision_type", "vendor")
+        current = query.get("criteria", "")
+        untouched = {criteria_text(default_criteria(t)) for t in DECISION_TYPES}
+        if current.strip() and current.replace("\r\n", "\n").strip() not in untouched:
+            return current, f"Kept your edited criteria; empty the box to get the {decision_type} defaults."
+        return criteria_text(default_criteria(decision_type)), ""
+
     def prepare(self) -> None:
         listed = options_triage(str(self.form.data.get("cmp_options", "")))  # before field validation
         self.form.fields["cmp_triage"].choices = [(o, o) for o in listed]  # type: ignore[attr-defined]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from debates.contract import ExportFile, ExportUnavailable
+from debates.protocols.consultation.states import ROUND_OF_STATE, TERMINAL
 
 if TYPE_CHECKING:
     from debates.models import Run
@@ -46,8 +47,6 @@ def artifact_filename(event: dict[str, Any]) -> str:
 
 def consultation_snapshot(run: Run) -> dict[str, Any]:
     """The state machine's snapshot in the seed's form (ConsultStateMachine.toJSON, snake_case)."""
-    from debates.protocols.consultation.protocol import ROUND_OF_STATE, TERMINAL
-
     state_events = run.events.filter(kind="state").order_by("seq").values_list("payload", "created_at")
     transitions = [
         {

@@ -11,13 +11,15 @@ from django import template
 from debates.models import Run
 from debates.protocols.consultation.protocol import (
     COST_ABORT_RATIO,
-    FORWARD,
-    ROUND_OF_STATE,
-    STATE_LABELS,
     Consultation,
     ConsultationConfig,
     mean_confidence,
     synthesis_clean,
+)
+from debates.protocols.consultation.states import (
+    FORWARD,
+    ROUND_OF_STATE,
+    STATE_LABELS,
 )
 
 register = template.Library()

@@ -13,12 +13,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from debates.contract import ExportFile, ExportUnavailable, KbView, RunView
+from debates.engine.view import run_view_load
 from debates.platform.markdown import one_line
+from debates.protocols.kb_debate.ledger import (
+    Entry,
+    Ledger,
+    TurnInfo,
+    debater_handle,
+    ledger_build,
+    mutation_payload,
+)
+from kb.formats.seed002 import revisions_text
+from kb.models import ProposedMutation, Revision, Snapshot
+from kb.services import kb_files
 
 if TYPE_CHECKING:
     from debates.models import Run
-    from debates.protocols.kb_debate.protocol import Entry, Ledger, TurnInfo
-    from kb.models import ProposedMutation, Revision
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -30,8 +40,6 @@ def _iso(value: datetime | None) -> str | None:
 
 def kb_debate_json(run: Run) -> dict[str, Any]:
     """The json export's `ledger` / `revisions` / `proposed_mutations` for a kb-debate run."""
-    from debates.engine.view import run_view_load
-    from debates.protocols.kb_debate.protocol import ledger_build
 
     if run.kb_id is None:
         return {}
@@ -45,13 +53,11 @@ def kb_debate_json(run: Run) -> dict[str, Any]:
 
 
 def _run_revisions(run: Run) -> list[Revision]:
-    from kb.models import Revision
 
     return list(Revision.objects.filter(run=run).select_related("turn").order_by("r_id", "pk"))
 
 
 def _run_mutations(run: Run) -> list[ProposedMutation]:
-    from kb.models import ProposedMutation
 
     return list(
         ProposedMutation.objects.filter(run=run)
@@ -218,7 +224,6 @@ def _mutations_md(doc: _RunDoc, key: str, payload: Mapping[str, Any]) -> list[st
     proposed = payload.get("mutations") or []
     if not proposed:
         return []
-    from debates.protocols.kb_debate.protocol import mutation_payload
 
     rows = doc.mutations_of(key)
     lines = ["**Proposed KB mutations**", ""]
@@ -382,7 +387,6 @@ def _md(lines: list[str]) -> str:
 
 
 def _transcript_md(doc: _RunDoc, seat: str | None) -> str:
-    from debates.protocols.kb_debate.protocol import debater_handle
 
     run, kb = doc.run, doc.run.kb
     assert kb is not None
@@ -538,11 +542,6 @@ def run_export_run_dir(run: Run) -> dict[str, str]:
     (transcript, per-seat transcripts, claims ledger, synthesis), the live `kb/` (with `kb/revisions.md`) and the
     snapshot taken when the run was created as `kb-snapshot-construction/`. See RUN_DIR_EMPTY_DIRS for the
     directories that may be empty and so are not in the dict."""
-    from debates.engine.view import run_view_load
-    from debates.protocols.kb_debate.protocol import ledger_build
-    from kb.formats.seed002 import revisions_text
-    from kb.models import Snapshot
-    from kb.services import kb_files
 
     if run.protocol not in RUN_DIR_PROTOCOLS:
         raise RunDirUnavailable(RUN_DIR_REFUSAL.format(pk=run.pk, protocol=run.protocol))

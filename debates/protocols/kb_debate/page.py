@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from debates.engine.view import run_view_load
 from debates.models import turn_dom_id
-from debates.protocols.kb_debate.protocol import KbDebateConfig, ledger_build
+from debates.protocols.kb_debate.ledger import KbDebateConfig, ledger_build
 
 if TYPE_CHECKING:
     from debates.models import Run

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from debates.contract import SeatSignals
+from debates.protocols.kb_debate.ledger import debater_handle
 from debates.protocols.signals import as_dict, as_list, measure
 
 # The committed turns the signals read.
@@ -20,7 +21,6 @@ def seat_signals(
     names: Mapping[str, str],
     turns: Sequence[tuple[str, str, Any]],
 ) -> SeatSignals:
-    from debates.protocols.kb_debate.protocol import debater_handle
 
     positions = [str(p) for p in as_list(config.get("positions"))]
     handle_of = {p: debater_handle(p) for p in positions}

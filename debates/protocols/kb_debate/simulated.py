@@ -36,11 +36,11 @@ from typing import Any
 
 from debates.agents.base import AgentRequest
 from debates.contract import KbArgument, KbView
-from debates.protocols.kb_debate import protocol as proto
+from debates.protocols.kb_debate import ledger as kb_ledger
 
 SHARED = ("neutral", "factual", "meta")
 ATTACKS = ("refutes", "contradicts", "addresses", "confounds")
-ORBITS = proto.ORBIT_EDGES
+ORBITS = kb_ledger.ORBIT_EDGES
 LOWER = {"robust": "strong", "strong": "contested", "contested": "weak", "weak": "refuted"}
 CALLOUT_FOR_FLAG = {
     "untraced": "overreach",
@@ -50,7 +50,7 @@ CALLOUT_FOR_FLAG = {
 
 
 def _rank(status: str) -> int:
-    return proto.RANK.get(status, 0)
+    return kb_ledger.RANK.get(status, 0)
 
 
 def _cut(text: str, limit: int, *, keep_lines: bool = False) -> str:
@@ -71,14 +71,14 @@ class Graph:
         return self.args[arg].status if arg in self.args else "unknown"
 
     def dead(self, arg: str) -> bool:
-        return self.status(arg) in proto.DEAD
+        return self.status(arg) in kb_ledger.DEAD
 
     def usable(self, arg: str, position: str) -> bool:
         argument = self.args.get(arg)
         return (
             argument is not None
             and argument.position in (position, *SHARED)
-            and argument.status not in proto.DEAD
+            and argument.status not in kb_ledger.DEAD
         )
 
     def sources(self, arg: str) -> list[str]:
@@ -135,10 +135,10 @@ def _downgrade(arg: str, to: str, justification: str) -> dict[str, Any]:
     return {"kind": "status-downgrade", "arg_id": arg, "to": to, "justification": _cut(justification, 990)}
 
 
-def _view_parts(request: AgentRequest) -> tuple[Graph, proto.Ledger, Mapping[str, Any]]:
+def _view_parts(request: AgentRequest) -> tuple[Graph, kb_ledger.Ledger, Mapping[str, Any]]:
     kb = request.view.kb
     assert kb is not None, "a KB debate runs over a knowledge base"
-    return Graph(kb), proto.ledger_build(request.view), request.step.context
+    return Graph(kb), kb_ledger.ledger_build(request.view), request.step.context
 
 
 # --- openings ---------------------------------------------------------------------------------------------------
@@ -147,7 +147,7 @@ def _view_parts(request: AgentRequest) -> tuple[Graph, proto.Ledger, Mapping[str
 def _dishonest_position(graph: Graph, positions: list[str]) -> str:
     """The side that presents a dead argument as strong: the first with a refuted or baseless argument."""
     for position in positions:
-        if any(a.position == position and a.status in proto.DEAD for a in graph.args.values()):
+        if any(a.position == position and a.status in kb_ledger.DEAD for a in graph.args.values()):
             return position
     return ""
 
@@ -155,7 +155,7 @@ def _dishonest_position(graph: Graph, positions: list[str]) -> str:
 def _opening(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     graph, _, context = _view_parts(request)
     config = request.view.config
-    assert isinstance(config, proto.KbDebateConfig)
+    assert isinstance(config, kb_ledger.KbDebateConfig)
     position = str(context["position"])
     own = sorted(
         (a for a in graph.args.values() if a.position == position),
@@ -168,19 +168,21 @@ def _opening(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             chosen.append((argument, presented or argument.status))
 
     for _, _, ids in graph.kb.central_questions:
-        best = next((a for a in own if a.arg_id in ids and a.status not in proto.DEAD), None)
+        best = next((a for a in own if a.arg_id in ids and a.status not in kb_ledger.DEAD), None)
         if best is not None:
             take(best)
     if not request.options.get("honest") and _dishonest_position(graph, config.positions) == position:
         dead = next(
-            a for a in sorted(own, key=lambda a: (a.status != "baseless", a.arg_id)) if a.status in proto.DEAD
+            a
+            for a in sorted(own, key=lambda a: (a.status != "baseless", a.arg_id))
+            if a.status in kb_ledger.DEAD
         )
         take(dead, "strong")
     orbiting = [
         a
         for a in own
         if a.arg_id not in graph.central
-        and a.status not in proto.DEAD
+        and a.status not in kb_ledger.DEAD
         and any(s == a.arg_id and k in ORBITS and t in graph.central for s, k, t in graph.edges)
     ]
     if orbiting:
@@ -189,7 +191,7 @@ def _opening(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         if argument.status in ("contested", "weak"):
             take(argument)
     for argument in own:
-        if argument.status not in proto.DEAD:
+        if argument.status not in kb_ledger.DEAD:
             take(argument)
     claims = []
     for argument, presented in chosen:
@@ -381,7 +383,7 @@ def _turn(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             )
             lines.append(f"I concede {entry['id']}: {why}. The claim does not survive as stated.")
             best = sorted(
-                (a for a in graph.args.values() if a.position == position and a.status not in proto.DEAD),
+                (a for a in graph.args.values() if a.position == position and a.status not in kb_ledger.DEAD),
                 key=lambda a: (-_rank(a.status), a.arg_id not in graph.central, a.arg_id),
             )
             if best and best[0].arg_id not in args:
@@ -487,7 +489,7 @@ def _turn(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     return payload
 
 
-def _reraised(graph: Graph, ledger: proto.Ledger, position: str, request: AgentRequest) -> list[dict]:
+def _reraised(graph: Graph, ledger: kb_ledger.Ledger, position: str, request: AgentRequest) -> list[dict]:
     """The contract breach on request: lean again on a closed claim whose objection was reaffirmed (once)."""
     for entry in ledger.entries.values():
         objection = entry.objection or {}
@@ -503,10 +505,10 @@ def _reraised(graph: Graph, ledger: proto.Ledger, position: str, request: AgentR
 # --- moderator turns -------------------------------------------------------------------------------------------
 
 
-def _deflections(graph: Graph, ledger: proto.Ledger, request: AgentRequest, number: int) -> list[dict]:
+def _deflections(graph: Graph, ledger: kb_ledger.Ledger, request: AgentRequest, number: int) -> list[dict]:
     """Claims that cited an orbiting argument where a central question's argument needed engaging."""
     config = request.view.config
-    assert isinstance(config, proto.KbDebateConfig)
+    assert isinstance(config, kb_ledger.KbDebateConfig)
     found: dict[tuple[str, str, str], set[int]] = {}
     for info in ledger.turns:
         if info.task not in ("opening", "turn") or not info.payload or info.status != "committed":
@@ -633,7 +635,7 @@ def _moderator(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             for a in entry.args
             if not graph.dead(a)
             for p in graph.proposed(a)
-            if p.get("to") in proto.DEAD
+            if p.get("to") in kb_ledger.DEAD
         ]
         if dead:
             arg, closed_as, basis = (
@@ -700,7 +702,7 @@ def _moderator(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             presses.append({"entry": entry.id, "text": _cut(text, 990)})
             lines.append(f"Press on {entry.id}: {text}")
     if not lines:
-        live = [e.id for e in ledger.entries.values() if e.status in proto.LIVE]
+        live = [e.id for e in ledger.entries.values() if e.status in kb_ledger.LIVE]
         lines.append(
             "No ruling is needed at this point. Open threads: " + (", ".join(live) if live else "none") + "."
         )
@@ -718,12 +720,12 @@ def _moderator(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
 # --- synthesis -------------------------------------------------------------------------------------------------
 
 
-def _verdict(request: AgentRequest, ledger: proto.Ledger, graph: Graph) -> dict[str, Any]:
+def _verdict(request: AgentRequest, ledger: kb_ledger.Ledger, graph: Graph) -> dict[str, Any]:
     view = request.view
     config = view.config
-    assert isinstance(config, proto.KbDebateConfig)
-    rows = proto.engagement(view, ledger)
-    broken = {p: proto.dismantled(view, ledger, p) for p in config.positions}
+    assert isinstance(config, kb_ledger.KbDebateConfig)
+    rows = kb_ledger.engagement(view, ledger)
+    broken = {p: kb_ledger.dismantled(view, ledger, p) for p in config.positions}
     order = sorted(
         config.positions,
         key=lambda p: (len(broken[p]), -sum(p in r["engaged_by"] for r in rows), p),
@@ -737,11 +739,11 @@ def _verdict(request: AgentRequest, ledger: proto.Ledger, graph: Graph) -> dict[
     candidates += [(label, "") for label in balanced]
     for label, position in candidates:
         draft = {"label": label, "position": position, "evidence": "-", "engagement": "-"}
-        if not proto.verdict_errors(view, ledger, draft):
+        if not kb_ledger.verdict_errors(view, ledger, draft):
             break
     evidence = []
     for p in config.positions:
-        entries = proto.central_entries(view, ledger, p)
+        entries = kb_ledger.central_entries(view, ledger, p)
         closed = [e.id for e in entries if e.closed]
         rated = sorted({f"{a} {graph.status(a)}" for e in entries for a in e.args if a in graph.args})
         evidence.append(
@@ -775,9 +777,9 @@ def _synthesis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     graph, ledger, context = _view_parts(request)
     view = request.view
     config = view.config
-    assert isinstance(config, proto.KbDebateConfig)
+    assert isinstance(config, kb_ledger.KbDebateConfig)
     verdict = _verdict(request, ledger, graph)
-    rows = proto.engagement(view, ledger)
+    rows = kb_ledger.engagement(view, ledger)
     orbit_edges = [(s, k, t) for s, k, t in graph.edges if k in ORBITS]
     out = [f"# Synthesis: {_cut(view.topic, 200)}", "", "## Central questions and engagement", ""]
     for row in rows:
@@ -813,7 +815,7 @@ def _synthesis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         for e in baseless
     ] or ["- None."]
     out += ["", "## Non-engagement and deflections", ""]
-    findings = proto.non_engagement(view, ledger)
+    findings = kb_ledger.non_engagement(view, ledger)
     out += [
         f"- Persistent non-engagement: {f['position']} was called out at turns "
         f"{', '.join(map(str, f['callout_turns']))} and never engaged {', '.join(f['targets'])}."

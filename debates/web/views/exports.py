@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from debates.agents.base import backend_choices
 from debates.exports.files import ExportUnavailable, export_file
 from debates.models import Run
 from debates.services import lineage, quotas
@@ -59,7 +60,6 @@ def run_lineage_panel(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def _panel(request: HttpRequest, run: Run, error: str = "") -> HttpResponse:
-    from debates.agents.base import backend_choices
 
     context = {
         "run": run,

@@ -10,7 +10,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
 from debates.selectors.runs import user_can_moderate
-from debates.services.runs import ActionRefused, run_mutation_decide
+from debates.services.mutations import run_mutation_decide
+from debates.services.runs import ActionRefused
 from debates.web.decorators import HtmxHttpRequest, moderator_action
 from kb import selectors
 from kb.discipline import DisciplineViolation, mutation_decide

@@ -6,7 +6,7 @@ import uuid
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required, permission_required
-from django.http import HttpRequest, HttpResponse, HttpResponseNotFound
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotFound
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -15,10 +15,15 @@ from pydantic import ValidationError
 from debates.models import Run
 from debates.platform.conf import conf
 from debates.selectors import runs as selectors
-from debates.services import quotas
+from debates.selectors.archive import VERDICT_LABELS, archive_page
+from debates.selectors.cards import run_turn_cards
+from debates.selectors.decisions import override_stats
+from debates.selectors.panels import moderator_context, run_panels, run_protocol_context
+from debates.services import mutations, quotas, turns
 from debates.services import runs as services
 from debates.web.decorators import HtmxHttpRequest, moderator_action
 from debates.web.forms import BudgetForm, RunForm
+from debates.web.views.exports import export_response
 
 RUN_TEMPLATE = "debates/run_detail.html"
 
@@ -28,7 +33,6 @@ RUN_TEMPLATE = "debates/run_detail.html"
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
     """The archive: every run, filtered by GET parameters and paginated (debates.selectors.archive); htmx requests (the
     filters, the pages, the 2 s live-status poll) get the table alone."""
-    from debates.selectors.archive import VERDICT_LABELS, archive_page
 
     archive = archive_page(request.GET, request.GET.get("page") or 1)
     template = "debates/run_list.html#archive-table" if request.htmx else "debates/run_list.html"
@@ -74,19 +78,16 @@ def run_new(request: HttpRequest) -> HttpResponse:
 @login_required
 @permission_required("debates.moderate", raise_exception=True)
 def run_new_criteria(request: HttpRequest) -> HttpResponse:
-    """The comparative criteria box for a decision type: its default criteria, unless the user has edited the
-    box (then it is kept, and the note says how to get the defaults)."""
-    from debates.protocols.comparative import protocol as comparative
-
-    decision_type = request.GET.get("decision_type", "vendor")
-    current = request.GET.get("criteria", "")
-    defaults = comparative.criteria_text(comparative.default_criteria(decision_type))
-    untouched = {
-        comparative.criteria_text(comparative.default_criteria(t)) for t in comparative.DECISION_TYPES
-    }
-    edited = current.strip() and current.replace("\r\n", "\n").strip() not in untouched
-    form = RunForm(initial={"criteria": current if edited else defaults})
-    note = f"Kept your edited criteria; empty the box to get the {decision_type} defaults." if edited else ""
+    """A field of the new-run form that depends on another (the comparative criteria on the decision type),
+    refreshed by the protocol section that has it."""
+    form = RunForm()
+    refreshed = next(
+        (r for section in form.sections if (r := section.field_refresh("criteria", request.GET)) is not None),
+        None,
+    )
+    if refreshed is None:
+        raise Http404("No protocol has a criteria field.")
+    form.initial["criteria"], note = refreshed
     return render(request, "debates/run_new.html#criteria-field", {"form": form, "criteria_note": note})
 
 
@@ -94,13 +95,13 @@ def run_new_criteria(request: HttpRequest) -> HttpResponse:
 @login_required
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
-    kb = selectors.run_protocol_context(run)
+    kb = run_protocol_context(run)
     context = {
         **selectors.cost_context(run),
         **selectors.run_status_context(run),
-        "cards": selectors.run_turn_cards(run, kb=kb, from_cache=True),
-        **selectors.moderator_context(run, request.user, kb=kb),
-        "extra_panels": selectors.run_panels(run, request.user, kb=kb),
+        "cards": run_turn_cards(run, kb=kb, from_cache=True),
+        **moderator_context(run, request.user, kb=kb),
+        "extra_panels": run_panels(run, request.user, kb=kb),
     }
     return render(request, RUN_TEMPLATE, context)
 
@@ -117,9 +118,7 @@ def _moderator_response(
     """The moderator panel as the action left the run (htmx), or back to the run page."""
     run = Run.objects.get(pk=run_id)
     context = {
-        **selectors.moderator_context(
-            run, request.user, errors=errors, values=request.POST, pick_error=pick_error
-        ),
+        **moderator_context(run, request.user, errors=errors, values=request.POST, pick_error=pick_error),
         "message": message,
     }
     if request.htmx:
@@ -160,7 +159,7 @@ def human_turn_submit(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     step_key = request.POST.get("step_key", "")
     try:
-        services.human_turn_submit(
+        turns.human_turn_submit(
             run_id=run.pk,
             step_key=step_key,
             data=request.POST,
@@ -209,7 +208,7 @@ def run_pick(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 @login_required
 def decisions(request: HttpRequest) -> HttpResponse:
     """How often humans overrode the judge, overall and per protocol, with the decisions and their reasons."""
-    return render(request, "debates/decisions.html", selectors.override_stats())
+    return render(request, "debates/decisions.html", override_stats())
 
 
 @moderator_action("change a run's budget", refused=_refused)
@@ -234,7 +233,6 @@ def run_budget(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 @login_required
 def run_export(request: HttpRequest, run_id: int) -> HttpResponse:
     """The whole run as JSON: the file `export_run --format json` writes."""
-    from debates.web.views.exports import export_response
 
     return export_response(get_object_or_404(Run, pk=run_id), "json")
 
@@ -249,7 +247,7 @@ def run_mutation_decide(request: HtmxHttpRequest, run_id: int, mutation_id: int)
         message, error_for = "Choose Approve or Reject.", mutation_id
     else:
         try:
-            mutation = services.run_mutation_decide(
+            mutation = mutations.run_mutation_decide(
                 run.pk,
                 mutation_id,
                 decision == "approve",
@@ -270,7 +268,7 @@ def run_mutation_decide(request: HtmxHttpRequest, run_id: int, mutation_id: int)
     if not request.htmx:
         return redirect(f"{reverse('run-detail', args=[run.pk])}#approvals")
     run.refresh_from_db()
-    panel = selectors.run_panels(run, request.user, per_user=True, message=message, error_for=error_for)
+    panel = run_panels(run, request.user, per_user=True, message=message, error_for=error_for)
     approvals = next((p for p in panel if p["id"] == "approvals"), None)
     if approvals is None:  # a protocol that proposes no KB changes: the service refused, there is no panel
         return HttpResponseNotFound(message, content_type="text/plain; charset=utf-8")
@@ -283,7 +281,6 @@ def run_mutation_decide(request: HtmxHttpRequest, run_id: int, mutation_id: int)
 def run_export_dir(request: HttpRequest, run_id: int) -> HttpResponse:
     """The seed-002 run directory (transcript, claims ledger, synthesis, revisions, snapshot) as a zip: the file
     `export_run --format run-dir --out FILE.zip` writes."""
-    from debates.web.views.exports import export_response
 
     return export_response(get_object_or_404(Run, pk=run_id), "run-dir")
 
@@ -293,6 +290,5 @@ def run_export_dir(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_export_brief_md(request: HttpRequest, run_id: int) -> HttpResponse:
     """The decision brief (comparative) or Competitive Review (adversarial): the file `export_run --format brief`
     writes."""
-    from debates.web.views.exports import export_response
 
     return export_response(get_object_or_404(Run, pk=run_id), "brief")

@@ -12,7 +12,7 @@ from django.test import Client
 
 from debates.engine import registry
 from debates.models import Run, turn_dom_id
-from debates.selectors.runs import live_card
+from debates.selectors.cards import live_card
 from debates.services import runs as services
 from tests.conftest import run_to_stop
 from tests.platform.test_rendering import XSS_CORPUS, executable_parts

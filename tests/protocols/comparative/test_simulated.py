@@ -19,6 +19,7 @@ from debates.models import Run
 from debates.protocols.comparative import protocol as proto
 from debates.selectors.runs import run_awaited_steps
 from debates.services import runs as services
+from debates.services.turns import human_turn_submit
 from tests.conftest import run_to_stop
 
 PROTOCOL = registry.get("comparative")
@@ -469,7 +470,7 @@ class ModeTests:
         run = create(config={"evidence_review": "human", "mode": "subagent"})
         assert run_to_stop(run) == "waiting"
         assert run.status == "awaiting_human" and run.awaiting == ["r0/review/1"]
-        services.human_turn_submit(
+        human_turn_submit(
             run_id=run.pk,
             step_key="r0/review/1",
             data={
@@ -488,9 +489,7 @@ class ModeTests:
             {"name": "Cost", "weight": "High", "points": 3},
             {"name": "Speed", "weight": "Low", "points": 1},
         ]
-        services.human_turn_submit(
-            run_id=run.pk, step_key="r0/review/2", data={"choice": "proceed"}, user=moderator
-        )
+        human_turn_submit(run_id=run.pk, step_key="r0/review/2", data={"choice": "proceed"}, user=moderator)
         assert run_to_stop(run) == "done"
         assert run.status == "completed", run.status_reason
         outcome = run.outcome

@@ -18,18 +18,20 @@ from debates.engine import registry
 from debates.models import RunStatus
 from debates.protocols.consultation import schema
 from debates.protocols.consultation.protocol import (
-    ALLOWED,
     KEY_CROSS_EXAM,
     KEY_SYNTHESIS,
     KEY_VERDICT,
-    STATES,
     ConsultationConfig,
-    IllegalTransition,
     early_termination,
     key_independent,
     key_reply,
     synthesis_clean,
     text_overlap,
+)
+from debates.protocols.consultation.states import (
+    ALLOWED,
+    STATES,
+    IllegalTransition,
     transition,
     transitions_to,
 )

@@ -21,7 +21,9 @@ from debates.engine.events import event_append
 from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Turn
 from debates.protocols.kb_debate import schema
 from debates.selectors import runs as selectors
+from debates.selectors.panels import run_panels
 from debates.services import runs as services
+from debates.services.mutations import run_mutation_decide
 from debates.web import frames
 from kb.models import Argument, ProposedMutation
 from tests.platform.test_rendering import XSS_CORPUS, executable_parts
@@ -459,7 +461,7 @@ def test_without_htmx_the_decision_redirects_to_the_panel(moderator_client, deba
 
 def test_the_decision_event_re_renders_ledger_ratings_and_proposal_state_for_everyone(moderator, debated):
     mutation = the_downgrade(debated)
-    mutation = services.run_mutation_decide(debated.pk, mutation.pk, True, "", moderator)
+    mutation = run_mutation_decide(debated.pk, mutation.pk, True, "", moderator)
     event = RunEvent.objects.filter(run=debated).latest("seq")
     html, panels = frames.event_frame(event)
     assert panels, "the per-user approvals panel must be re-rendered too"
@@ -509,7 +511,7 @@ def test_cross_examination_frames_are_unchanged(make_run, moderator):
     run = make_run()
     html, _ = frames.snapshot_frame(run.pk, moderator)
     assert 'id="ledger"' not in html and 'id="approvals"' not in html
-    assert selectors.run_panels(run, moderator) == []
+    assert run_panels(run, moderator) == []
 
 
 # --- the human moderator's console and the verdict review --------------------------------------------------------------

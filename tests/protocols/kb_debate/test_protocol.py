@@ -21,7 +21,7 @@ from debates.contract import (
 )
 from debates.engine import registry
 from debates.models import Run, Turn
-from debates.protocols.kb_debate.protocol import (
+from debates.protocols.kb_debate.ledger import (
     KbDebateConfig,
     dismantled,
     ledger_build,
@@ -29,6 +29,7 @@ from debates.protocols.kb_debate.protocol import (
     verdict_errors,
 )
 from debates.services import runs as services
+from debates.services.turns import human_turn_submit
 from kb.demo import demo_kbs_load
 from kb.formats import seed002
 from kb.models import Argument, KnowledgeBase, ProposedMutation, Revision
@@ -901,7 +902,7 @@ class SimulatedDebateTests:
         assert run_to_stop(run) == "waiting"
         assert run.awaiting == ["t03/moderator/moderator"]
         entry = next(e for e in ledger_build(_run_view(run)).entries.values() if "arg-010" in e.args)
-        services.human_turn_submit(
+        human_turn_submit(
             run_id=run.pk,
             step_key="t03/moderator/moderator",
             data={

@@ -1,0 +1,153 @@
+"""What viewers see while a runner works: a streaming turn's text, sent as live frames at most once per flush
+interval per run, and the committed events, published in seq order off the runner's critical path."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.utils import timezone
+
+from debates.agents.base import AgentBackend, AgentRequest, BackendError, Delta, Result
+from debates.engine.crash import crash_point
+from debates.engine.publish import aevent_publish, run_group, turn_live_frame
+from debates.engine.turns import ClaimedTurn, turn_flush
+from debates.platform.conf import conf
+
+log = logging.getLogger("debates.engine")
+
+PUBLISH_DELAY_SECONDS = 0.02
+
+
+class EventOutbox:
+    """Committed events waiting to be published; `publish` runs as a task beside the runner."""
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self._queue: asyncio.Queue[int | None] = asyncio.Queue()
+        self._closing = asyncio.Event()
+
+    def put(self, seqs: list[int | None]) -> None:
+        for seq in seqs:
+            if seq is not None:
+                self._queue.put_nowait(seq)
+
+    def close(self) -> None:
+        """Publish what is queued at once, then end `publish`."""
+        self._closing.set()
+        self._queue.put_nowait(None)
+
+    async def publish(self) -> None:
+        """Publish in seq order; of a burst of events only the last carries the (costlier) status widgets."""
+        done = False
+        while not done:
+            batch = [await self._queue.get()]
+            # Let the runner start what it just decided before rendering competes with it for the interpreter;
+            # a burst (a stage's turn_started events) then becomes one batch. No wait once the runner stops.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), PUBLISH_DELAY_SECONDS)
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            done = None in batch
+            # Parallel turns commit in one order and may reach the outbox in another: published in seq order.
+            seqs = [seq for seq in batch if seq is not None]
+            try:
+                await aevent_publish(run_id=self.run_id, seqs=seqs)
+            except Exception:  # best effort: viewers replay what they miss from the database
+                log.exception("run %s: publishing events %s failed", self.run_id, seqs)
+
+
+class LiveFrames:
+    """The latest frame of every turn streaming, sent as one message per run per flush interval: the parallel
+    turns of a stage then cost each viewer one frame, not one per turn (and the server one send per viewer)."""
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self._parts: dict[int, dict[str, Any]] = {}  # first_seq -> the turn's latest live frame, unsent
+        self._sender: asyncio.Task[None] | None = None
+
+    def offer(self, layer: Any, part: dict[str, Any]) -> None:
+        self._parts[part["first_seq"]] = part
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.create_task(self._send(layer))
+
+    def drop(self, first_seq: int) -> None:
+        """The turn's stream is over: the commit's (or retry's) event shows the turn from then on."""
+        self._parts.pop(first_seq, None)
+
+    def stop(self) -> None:
+        self._parts.clear()
+        if self._sender is not None:
+            self._sender.cancel()
+
+    async def _send(self, layer: Any) -> None:
+        while self._parts:
+            parts, self._parts = list(self._parts.values()), {}
+            try:
+                await layer.group_send(run_group(self.run_id), {"type": "turn.delta", "parts": parts})
+            except Exception:  # best effort: the next frame, or the commit's event, brings the text
+                log.exception("run %s: sending live frames failed", self.run_id)
+            await asyncio.sleep(conf("FLUSH_SECONDS"))
+
+
+async def turn_stream(
+    backend: AgentBackend, request: AgentRequest, claimed: ClaimedTurn, attempt: int, live: LiveFrames
+) -> Result:
+    """One call: its text is saved now and then (for a runner that takes over) and offered as live frames."""
+    layer = get_channel_layer()
+    flush_every = conf("FLUSH_SECONDS")
+    save_every = conf("PARTIAL_SAVE_SECONDS")
+    names = {handle: seat.name for handle, seat in request.view.seats.items()}
+    text = ""
+    first_token_at = None
+    last_flush = time.monotonic()
+    last_save = -math.inf  # the first flush saves
+    result: Result | None = None
+    crash_point("before_first_token")
+
+    async def flush() -> None:
+        nonlocal last_flush, last_save
+        last_flush = time.monotonic()
+        if last_flush - last_save >= save_every:
+            # Off the runner's database thread: partial saves of parallel turns must not queue behind commits.
+            await database_sync_to_async(turn_flush, thread_sensitive=False)(
+                claimed.turn_id, attempt, text, first_token_at
+            )
+            last_save = last_flush
+        if layer is not None:
+            try:
+                html = turn_live_frame(
+                    key=request.step.key,
+                    task=request.step.task,
+                    protocol=request.protocol,
+                    text=text,
+                    names=names,
+                )
+            except Exception:  # a live preview must never fail the debate; the commit renders the turn
+                log.exception("run %s: rendering the live frame of %s failed", live.run_id, request.step.key)
+            else:
+                live.offer(layer, {"first_seq": claimed.first_seq, "attempt": attempt, "html": html})
+        crash_point("mid_stream")
+
+    try:
+        async for item in backend.stream(request):
+            if isinstance(item, Delta):
+                if first_token_at is None:
+                    first_token_at = timezone.now()
+                text += item.text
+                if time.monotonic() - last_flush >= flush_every:
+                    await flush()
+            elif isinstance(item, Result):
+                result = item
+    finally:
+        live.drop(claimed.first_seq)
+    if result is None:
+        raise BackendError("The backend ended the stream without a result.")
+    # No final flush: the commit saves the whole text and its event re-renders the finished turn.
+    return result

@@ -1,0 +1,327 @@
+"""The runner's writes, each one transaction: the decision of what to do next (under the run's row lock, with the
+turns it claims), and every change of a turn's life (held, flushed, retried, failed, committed exactly once)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from debates.contract import Done, Plan, Protocol, RunView, Step, Steps, Wait
+from debates.engine import registry
+from debates.engine.events import event_append
+from debates.engine.lease import locked_run
+from debates.engine.view import run_view_load
+from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
+from kb.citations import citations_check
+
+# A turn whose process keeps dying is given up after this many attempts in all (backend failures count
+# against MAX_ATTEMPTS separately, per runner).
+MAX_TOTAL_ATTEMPTS = 25
+
+
+BUDGET_HOLD = "Held: "
+
+
+class RunnerOutcome(StrEnum):
+    """What stopped a runner (run_execute's answer), or STEPS: the decision to run the planned steps next."""
+
+    STEPS = "steps"
+    DONE = "done"
+    WAITING = "waiting"
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    LOST_LEASE = "lost-lease"  # another runner took the run over
+    LEASE_BUSY = "lease-busy"  # another runner holds the run: nothing was done
+
+
+@dataclass
+class ClaimedTurn:
+    turn_id: int
+    attempt: int
+    first_seq: int
+    seat: Seat
+    seq: int
+
+
+@dataclass
+class Decision:
+    outcome: RunnerOutcome
+    steps: list[Step] = field(default_factory=list)
+    claims: list[ClaimedTurn | None] = field(default_factory=list)
+    view: RunView | None = None
+    run: Run | None = None
+    seqs: list[int] = field(default_factory=list)
+
+
+def run_status_set(run: Run, status: str, reason: str = "", **fields: Any) -> int:
+    run.status = status
+    run.status_reason = reason
+    for name, value in fields.items():
+        setattr(run, name, value)
+    run.save(update_fields=["status", "status_reason", *fields])
+    return event_append(run_id=run.pk, kind="run_status", payload={"status": status, "reason": reason})
+
+
+def run_states_record(run: Run, plan: Plan | None, view: RunView | None = None) -> list[int]:
+    """Record the protocol's own state changes (Protocol.states) as `state` events {from, to, reason}, inside the
+    caller's transaction (the event's time is the transition's). Nothing for a protocol without a state machine."""
+    protocol = registry.get(run.protocol)
+    if type(protocol).states is Protocol.states:
+        return []
+    view = view if view is not None else run_view_load(run)
+    return [
+        event_append(run_id=run.pk, kind="state", payload={"from": t.src, "to": t.dst, "reason": t.reason})
+        for t in protocol.states(view, plan)
+    ]
+
+
+def run_decide(run_id: int, owner: str) -> Decision:
+    """Plan the next move and, unless it is to run steps, apply it, all in one transaction so a human action
+    committed concurrently is either seen by this plan or sees the status this plan sets (no lost wake-up)."""
+    with transaction.atomic():
+        run = locked_run(run_id, owner)
+        seqs: list[int] = []
+        if run.cancel_requested:
+            Turn.objects.filter(run=run, status=TurnStatus.STREAMING).update(
+                status=TurnStatus.FAILED, error="Cancelled by a moderator.", finished_at=timezone.now()
+            )
+            seqs.append(
+                run_status_set(
+                    run, RunStatus.CANCELLED, "Cancelled by a moderator.", finished_at=timezone.now()
+                )
+            )
+            seqs += run_states_record(run, Done({}, failed=True, reason="Cancelled by a moderator."))
+            return Decision(RunnerOutcome.CANCELLED, seqs=seqs)
+        if run.consent == "required":  # nothing is called before a moderator consents to the estimated cost
+            return Decision(RunnerOutcome.WAITING, seqs=seqs)
+        if run.pause_requested and run.step_credits == 0:
+            if run.status != RunStatus.PAUSED:
+                seqs.append(run_status_set(run, RunStatus.PAUSED, "Paused by a moderator."))
+            return Decision(RunnerOutcome.PAUSED, seqs=seqs)
+
+        protocol = registry.get(run.protocol)
+        view = run_view_load(run)
+        plan = protocol.plan(view)
+        seqs += run_states_record(run, plan, view)
+        if isinstance(plan, Done):
+            status = RunStatus.FAILED if plan.failed else RunStatus.COMPLETED
+            run.outcome = plan.outcome
+            seqs.append(
+                run_status_set(
+                    run,
+                    status,
+                    plan.reason,
+                    outcome=plan.outcome,
+                    judge_pick=str((plan.outcome or {}).get("judge_pick") or ""),
+                    finished_at=timezone.now(),
+                    awaiting=[],
+                )
+            )
+            return Decision(RunnerOutcome.DONE, seqs=seqs)
+        if isinstance(plan, Wait):
+            seqs.append(run_status_set(run, RunStatus.AWAITING_HUMAN, plan.reason, awaiting=[plan.kind]))
+            return Decision(RunnerOutcome.WAITING, seqs=seqs)
+
+        assert isinstance(plan, Steps)
+        runnable = [s for s in plan.steps if not view.seats[s.seat].human or s.key in view.submitted_steps]
+        waiting = [s for s in plan.steps if view.seats[s.seat].human and s.key not in view.submitted_steps]
+        if not runnable:
+            names = ", ".join(sorted({view.seats[s.seat].name for s in waiting}))
+            seqs.append(
+                run_status_set(
+                    run,
+                    RunStatus.AWAITING_HUMAN,
+                    f"Waiting for {names} (human seat).",
+                    awaiting=[s.key for s in waiting],
+                )
+            )
+            return Decision(RunnerOutcome.WAITING, seqs=seqs)
+        if run.pause_requested:  # paused with a step credit: run exactly one turn, then pause again
+            runnable = runnable[:1]
+            Run.objects.filter(pk=run.pk, step_credits__gt=0).update(step_credits=F("step_credits") - 1)
+        if run.status != RunStatus.RUNNING or run.awaiting:
+            seqs.append(
+                run_status_set(
+                    run,
+                    RunStatus.RUNNING,
+                    "",
+                    awaiting=[],
+                    budget_stopped=False,
+                    started_at=run.started_at or timezone.now(),
+                )
+            )
+        # Claim every turn of the stage in this same transaction, so they all start streaming together.
+        seats = {seat.handle: seat for seat in Seat.objects.filter(run_id=run_id)}
+        claims = [
+            _turn_claim(run_id, step, seats[step.seat], fresh=step.key not in view.turns) for step in runnable
+        ]
+        seqs += [c.seq for c in claims if c is not None]
+        return Decision(RunnerOutcome.STEPS, steps=runnable, claims=claims, view=view, run=run, seqs=seqs)
+
+
+def _turn_claim(run_id: int, step: Step, seat: Seat, *, fresh: bool) -> ClaimedTurn | None:
+    """Create the turn (attempt 1) or start a new attempt of an interrupted one; None if already finished.
+    `fresh`: the plan's view (read in this transaction) has no such turn, so there is nothing to look up."""
+    now = timezone.now()
+    turn = None if fresh else Turn.objects.select_for_update().filter(run_id=run_id, key=step.key).first()
+    if turn is not None and turn.status != TurnStatus.STREAMING:
+        return None
+    if turn is None:
+        seq = event_append(run_id=run_id, kind="turn_started", payload={"key": step.key, "attempt": 1})
+        turn = Turn.objects.create(
+            first_seq=seq,
+            run_id=run_id,
+            key=step.key,
+            seat=seat,
+            stage=step.stage,
+            task=step.task,
+            human=seat.human,
+            queued_at=now,
+            started_at=now,
+            backend="human" if seat.human else seat.backend,
+            model=seat.model,
+        )
+    elif turn.error.startswith(BUDGET_HOLD):
+        # Held by a budget stop before its call: no call was made, so it goes on with the same attempt.
+        turn.error = ""
+        turn.started_at = now
+        turn.save(update_fields=["error", "started_at"])
+        seq = event_append(
+            run_id=run_id,
+            kind="turn_restarted",
+            payload={"key": step.key, "attempt": turn.attempt, "reason": "resumed after the budget stop"},
+        )
+    else:
+        if turn.attempt >= MAX_TOTAL_ATTEMPTS:
+            turn.status = TurnStatus.FAILED
+            turn.error = f"Gave up after {turn.attempt} interrupted attempts."
+            turn.finished_at = now
+            turn.save(update_fields=["status", "error", "finished_at"])
+            event_append(run_id=run_id, kind="turn_failed", payload={"key": step.key, "error": turn.error})
+            return None
+        turn.attempt += 1
+        turn.raw_text = ""
+        turn.error = ""
+        turn.started_at = now
+        turn.first_token_at = None
+        turn.save(update_fields=["attempt", "raw_text", "error", "started_at", "first_token_at"])
+        seq = event_append(
+            run_id=run_id,
+            kind="turn_restarted",
+            payload={
+                "key": step.key,
+                "attempt": turn.attempt,
+                "reason": "an earlier attempt was interrupted",
+            },
+        )
+    return ClaimedTurn(turn_id=turn.pk, attempt=turn.attempt, first_seq=turn.first_seq, seat=seat, seq=seq)
+
+
+def turn_hold(run_id: int, turn_id: int, attempt: int, reason: str) -> int | None:
+    """A turn whose call the budget refused: it waits, visibly, for the budget to be raised."""
+    with transaction.atomic():
+        held = Turn.objects.filter(
+            pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING, raw_text=""
+        ).update(error=f"{BUDGET_HOLD}{reason}")
+        if not held:
+            return None
+        key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
+        return event_append(run_id=run_id, kind="turn_held", payload={"key": key, "attempt": attempt})
+
+
+def turn_flush(turn_id: int, attempt: int, text: str, first_token_at: Any) -> None:
+    Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
+        raw_text=text, first_token_at=first_token_at
+    )
+
+
+def turn_retry(run_id: int, owner: str, turn_id: int, attempt: int, reason: str) -> int | None:
+    with transaction.atomic():
+        locked_run(run_id, owner)
+        moved = Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
+            attempt=attempt + 1, raw_text="", error=reason, started_at=timezone.now(), first_token_at=None
+        )
+        if not moved:
+            return None
+        key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
+        return event_append(
+            run_id=run_id,
+            kind="turn_restarted",
+            payload={"key": key, "attempt": attempt + 1, "reason": reason},
+        )
+
+
+def turn_fail(run_id: int, turn_id: int, attempt: int, error: str) -> int | None:
+    with transaction.atomic():
+        failed = Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
+            status=TurnStatus.FAILED, error=error, finished_at=timezone.now()
+        )
+        if not failed:
+            return None
+        key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
+        return event_append(run_id=run_id, kind="turn_failed", payload={"key": key, "error": error})
+
+
+def turn_citations(run_id: int, text: str) -> list[dict[str, Any]]:
+    """Citations of a committed turn, verified against the snapshot its run took (empty without a KB)."""
+    run = Run.objects.select_related("kb").filter(pk=run_id).first()
+    if run is None or run.kb is None:
+        return []
+    return citations_check(run.kb, getattr(run, "snapshot", None), text)
+
+
+def turn_commit(
+    run_id: int,
+    turn_id: int,
+    attempt: int,
+    *,
+    text: str,
+    payload: dict[str, Any],
+    model: str,
+    effects: Callable[[], None] | None = None,
+) -> int | None:
+    """Commit exactly once: a stale attempt (another runner took over) changes nothing. `effects` (the
+    protocol's, e.g. proposed KB mutations) run in the same transaction, only when this commit wins."""
+    now = timezone.now()
+    with transaction.atomic():
+        committed = Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
+            status=TurnStatus.COMMITTED,
+            citations=turn_citations(run_id, text),
+            raw_text=text,
+            payload=payload,
+            schema_version="1.0",
+            error="",
+            model=model or F("model"),
+            finished_at=now,
+        )
+        if not committed:
+            return None
+        if effects is not None:
+            effects()
+        key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
+        return event_append(run_id=run_id, kind="turn_committed", payload={"key": key, "attempt": attempt})
+
+
+def human_submission(run_id: int, step_key: str) -> dict[str, Any]:
+    action = HumanAction.objects.get(run_id=run_id, kind=HumanActionKind.SUBMIT_TURN, step_key=step_key)
+    return dict(action.payload)
+
+
+def run_fail(run_id: int, owner: str, reason: str) -> int | None:
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.lease_owner != owner or run.is_terminal:
+            return None
+        Turn.objects.filter(run=run, status=TurnStatus.STREAMING).update(
+            status=TurnStatus.FAILED, error=reason, finished_at=timezone.now()
+        )
+        seq = run_status_set(run, RunStatus.FAILED, reason, finished_at=timezone.now())
+        run_states_record(run, Done({}, failed=True, reason=reason))
+        return seq

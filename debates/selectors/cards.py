@@ -1,0 +1,141 @@
+"""Reads: the run's turn cards (finished, streaming and live), as the transcript renders them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.cache import caches
+from django.core.cache.utils import make_template_fragment_key
+from pydantic_core import from_json
+
+from debates.engine import registry
+from debates.models import Run, Turn, TurnStatus, turn_dom_id
+from kb.models import Revision
+
+# The name of the {% cache %} fragment of a finished turn card in run_detail.html's `transcript` partial.
+TURN_CARD_FRAGMENT = "turn-card"
+
+
+def partial_json(text: str) -> Any:
+    """Parse streamed JSON as far as it goes (unfinished strings and lists included)."""
+    if not text:
+        return {}
+    try:
+        return from_json(text, allow_partial="trailing-strings")
+    except ValueError:
+        return {}
+
+
+def body_template(protocol: str, task: str) -> str:
+    return f"{registry.get(protocol).template}#{task}"
+
+
+def seat_names(run: Run) -> dict[str, str]:
+    return dict(run.seats.values_list("handle", "name"))
+
+
+def turn_card(
+    turn: Turn, protocol: str, names: dict[str, str] | None = None, kb: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A turn as the page shows it. `kb`: the run's protocol context (run_protocol_context), which the body
+    looks cited arguments, ledger entries and turn numbers up in; None renders the body from its data alone."""
+    seat = turn.seat
+    streaming = turn.status == TurnStatus.STREAMING
+    data = partial_json(turn.raw_text) if streaming or turn.payload is None else turn.payload
+    duration = None
+    if turn.finished_at and turn.started_at:
+        duration = (turn.finished_at - turn.started_at).total_seconds()
+    return {
+        "dom_id": turn.dom_id,
+        "key": turn.key,
+        "seat_name": seat.name,
+        "seat_handle": seat.handle,
+        "role": seat.role,
+        "stage": turn.stage,
+        "task": turn.task,
+        "status": turn.status,
+        "attempt": turn.attempt,
+        "human": turn.human,
+        "backend": turn.backend,
+        "model": turn.model,
+        "input_tokens": turn.input_tokens,
+        "output_tokens": turn.output_tokens,
+        "cache_read_tokens": turn.cache_read_tokens,
+        "cache_write_tokens": turn.cache_write_tokens,
+        "cost_usd": turn.cost_usd,
+        "error": turn.error,
+        "data": data if isinstance(data, dict) else {},
+        "body_template": body_template(protocol, turn.task),
+        "duration": duration,
+        "streaming": streaming,
+        "names": names or {},
+        "citations": turn.citations,
+        "kb": kb,
+        # A turn copied into a fork: the parent run it comes from (debates.services.lineage).
+        "copied_from_run": turn.copied_from.run_id if turn.copied_from_id and turn.copied_from else None,
+    }
+
+
+def live_card(
+    *, key: str, task: str, protocol: str, text: str, names: dict[str, str] | None = None
+) -> dict[str, Any]:
+    data = partial_json(text)
+    return {
+        "dom_id": turn_dom_id(key),
+        "key": key,
+        "task": task,
+        "data": data if isinstance(data, dict) else {},
+        "body_template": body_template(protocol, task),
+        "streaming": True,
+        "names": names or {},
+    }
+
+
+def run_turn_cards(
+    run: Run, *, upto_seq: int | None = None, kb: dict[str, Any] | None = None, from_cache: bool = False
+) -> list[dict[str, Any]]:
+    """The run's turn cards in transcript order. A finished turn's card changes only when the run records an event
+    (a ruling, an approval, ...) or its KB is revised (live ratings shown beside cited arguments, possibly by another
+    run), so its HTML is cached under the turn's identity, the seq the page shows and the KB's latest revision (see
+    the `transcript` partial). `from_cache`: a card whose HTML is cached comes as {"html", "key", "status"} alone,
+    looked up for all turns at once, and only the other turns are read whole (a long finished run's page then
+    reads no turn body at all)."""
+    turns = run.turns.order_by("first_seq", "id")
+    if upto_seq is not None:
+        turns = turns.filter(first_seq__lte=upto_seq)
+    seq = str(upto_seq if upto_seq is not None else run.last_seq)
+    if kb is not None and run.kb_id:
+        seq = f"{seq}:{Revision.objects.filter(kb_id=run.kb_id).order_by('-pk').values_list('pk', flat=True).first()}"
+
+    def cache_key(pk: int, attempt: int, status: str, finished_at: Any) -> str:
+        if status == TurnStatus.STREAMING or finished_at is None:
+            return ""
+        return f"{run.pk}:{pk}:{attempt}:{status}:{finished_at.isoformat()}:{seq}"
+
+    cached: dict[int, dict[str, Any]] = {}
+    heads: list[tuple[int, int, str, Any, str]] = []
+    if from_cache:
+        heads = list(turns.values_list("pk", "attempt", "status", "finished_at", "key"))
+        fragments = {
+            make_template_fragment_key(TURN_CARD_FRAGMENT, [key]): (pk, turn_key, status)
+            for pk, attempt, status, finished_at, turn_key in heads
+            if (key := cache_key(pk, attempt, status, finished_at))
+        }
+        for fragment, html in caches["fragments"].get_many(list(fragments)).items():
+            pk, turn_key, status = fragments[fragment]
+            cached[pk] = {"html": html, "key": turn_key, "status": status}
+        if len(cached) == len(heads):
+            return [cached[pk] for pk, *_ in heads]
+    names = seat_names(run)
+    cards: dict[int, dict[str, Any]] = {}
+    unread = turns.exclude(pk__in=list(cached)) if cached else turns
+    for turn in unread.select_related("seat", "copied_from"):
+        card = turn_card(turn, run.protocol, names, kb)
+        card["cache_key"] = cache_key(turn.pk, turn.attempt, turn.status, turn.finished_at)
+        cards[turn.pk] = card
+    if not cached:
+        return list(cards.values())
+    # Back into transcript order, the cached cards among the rendered ones (a turn shown since comes last).
+    order = {pk: n for n, (pk, *_) in enumerate(heads)}
+    merged = cards | cached
+    return [merged[pk] for pk in sorted(merged, key=lambda pk: order.get(pk, len(order)))]
