@@ -296,6 +296,12 @@ class Protocol[ConfigT: BaseModel](ABC):
     export_formats: ClassVar[tuple[ExportFormat, ...]] = ()
     # The committed turns (by task) that `seat_signals` reads; only these are fetched.
     signal_tasks: ClassVar[tuple[str, ...]] = ()
+    # What each task asks, in plain words, for the pages ("Ask the analysts questions"); the task key stays in
+    # exports and data- attributes.
+    task_labels: ClassVar[Mapping[str, str]] = {}
+
+    def task_label(self, task: str) -> str:
+        return self.task_labels.get(task) or task.replace("_", " ").replace("-", " ").capitalize()
 
     @abstractmethod
     def seats(self, config: ConfigT) -> list[SeatSpec]: ...

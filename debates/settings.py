@@ -114,6 +114,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
+                "debates.web.context.needs_you",
             ],
             # A protocol's template tags live in its own package: {% load <package> %} loads
             # debates/protocols/<package>/panels.py.
@@ -329,6 +330,8 @@ DISPUTA = {
     # How often each viewer compares its last seq with the database's: a dropped message that ended a burst is
     # replayed within two polls instead of waiting for the run's next message.
     "GAP_POLL_SECONDS": float(os.environ.get("DISPUTA_GAP_POLL_SECONDS", "2.0")),
+    # A burst of attention wake-ups (debates.engine.attention) becomes one "Needs you" recount per page.
+    "NEEDS_YOU_COALESCE_SECONDS": float(os.environ.get("DISPUTA_NEEDS_YOU_COALESCE_SECONDS", "0.5")),
     # How long an event that arrived ahead of a missing seq waits for it (parallel turns may publish out of order)
     # before the gap is replayed from the database.
     "REORDER_WAIT_SECONDS": float(os.environ.get("DISPUTA_REORDER_WAIT_SECONDS", "0.3")),

@@ -5,6 +5,7 @@ from django.urls import include, path
 
 from debates.web import converters
 from debates.web.views import exports as views_exports
+from debates.web.views import inbox as views_inbox
 from debates.web.views import moderation
 from debates.web.views import review as views_review
 from debates.web.views import runs as views
@@ -25,6 +26,10 @@ urlpatterns = [
     path("runs/<id:run_id>/budget/", views.run_budget, name="run-budget"),
     path("runs/<id:run_id>/pick/", views.run_pick, name="run-pick"),
     path("decisions/", views.decisions, name="decisions"),
+    path("inbox/", views_inbox.needs_you_page, name="needs-you"),
+    path("inbox/runs/<id:run_id>/consent/", views_inbox.needs_you_consent, name="needs-you-consent"),
+    path("inbox/runs/<id:run_id>/agree/", views_inbox.needs_you_agree, name="needs-you-agree"),
+    path("inbox/mutations/<id:mutation_id>/", views_inbox.needs_you_mutation, name="needs-you-mutation"),
     path("runs/<id:run_id>/export.json", views.run_export, name="run-export-json"),
     path("runs/<id:run_id>/run-dir.zip", views.run_export_dir, name="run-export-zip"),
     path("runs/<id:run_id>/brief.md", views.run_export_brief_md, name="run-export-brief"),
@@ -45,3 +50,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
 ]
+
+# Viewer-facing error pages in the site's layout (with DEBUG off; templates/403.html and 404.html).
+handler403 = "debates.web.views.errors.permission_denied"
+handler404 = "debates.web.views.errors.page_not_found"

@@ -1,5 +1,6 @@
 """The effects port: what a protocol's `on_commit` may do, bound to one committing turn. Runs inside the
-transaction that commits the turn (the runner's, or a fork's copy of it)."""
+transaction that commits the turn (the runner's, or a fork's copy of it). The events it appends are published with
+the turn's: the runner publishes every event a write appends (events_collected)."""
 
 from __future__ import annotations
 

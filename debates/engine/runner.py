@@ -3,11 +3,16 @@ human wait, a pause, a cancel or Done. A crash loses at most the turns in flight
 (attempt + 1); a turn is committed once (compare-and-set on its attempt), so nothing is lost or duplicated.
 
 Its parts: `lease` (one runner per run), `turns` (the writes: decide, claim, commit), `budget` (usage and the
-reservations of calls in flight), `stream` (live frames and event publishing). This module is the loop."""
+reservations of calls in flight), `stream` (live frames and event publishing). This module is the loop.
+
+Every write goes through `Runner._write`, which publishes every event the write appended (its own, a protocol's
+effects', the state records'): a viewer is sent the events in seq order, so one left unpublished would hold back
+everything after it until a replay found it, seconds later."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -25,6 +30,7 @@ from debates.engine import registry
 from debates.engine.budget import BudgetExceeded, BudgetReservations, run_budget_stop, run_charge
 from debates.engine.crash import crash_point
 from debates.engine.effects import TurnEffects
+from debates.engine.events import events_collected
 from debates.engine.lease import LeaseLost, lease_release, lease_renew, lease_try_acquire, owner_id
 from debates.engine.stream import EventOutbox, LiveFrames, turn_stream
 from debates.engine.turns import (
@@ -90,8 +96,21 @@ class Runner:
         self._outbox = EventOutbox(run_id)
         self._live = LiveFrames(run_id)
 
-    async def _publish(self, seqs: list[int | None]) -> None:
-        self._outbox.put(seqs)
+    async def _write[**P, T](self, write: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """One of the runner's writes, on the database thread. Every event it appends, whoever appends it, is
+        queued for publishing as soon as the write ends, even when the task awaiting it was cancelled meanwhile
+        (the write carries on in its thread: a cancelled step's commit is published too)."""
+        loop = asyncio.get_running_loop()
+
+        def collected() -> T:
+            with events_collected() as seqs:
+                try:
+                    return write(*args, **kwargs)
+                finally:
+                    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is left to publish
+                        loop.call_soon_threadsafe(self._outbox.put, seqs)
+
+        return await database_sync_to_async(collected)()
 
     def _notify(self, kind: str, **payload: Any) -> None:
         if self.observer is not None:
@@ -113,17 +132,23 @@ class Runner:
             return RunnerOutcome.LOST_LEASE
         except Exception as error:  # an engine bug must not leave the run spinning: fail it, visibly
             log.exception("run %s failed inside the engine", self.run_id)
-            seq = await database_sync_to_async(run_fail)(
-                self.run_id, self.owner, f"Internal error in the debate engine: {error!r}. Re-run the debate."
+            await self._write(
+                run_fail,
+                self.run_id,
+                self.owner,
+                f"Internal error in the debate engine: {error!r}. Re-run the debate.",
             )
-            await self._publish([seq])
             return RunnerOutcome.FAILED
         finally:
             watcher.cancel()
             self._live.stop()
-            self._outbox.close()
-            await publisher
-            await database_sync_to_async(lease_release)(self.run_id, self.owner)
+            try:
+                # After every write of this runner (one database thread, in order), a cancelled step's too: their
+                # events are all in the outbox once the lease is back.
+                await database_sync_to_async(lease_release)(self.run_id, self.owner)
+            finally:
+                self._outbox.close()
+                await publisher
 
     async def _watch(self) -> None:
         """Heartbeat the lease and notice a cancel while turns stream."""
@@ -150,8 +175,7 @@ class Runner:
         while True:
             if self.lease_lost:
                 raise LeaseLost("heartbeat failed")
-            decision = await database_sync_to_async(run_decide)(self.run_id, self.owner)
-            await self._publish(list(decision.seqs))
+            decision = await self._write(run_decide, self.run_id, self.owner)
             if decision.outcome != RunnerOutcome.STEPS:
                 self._notify(decision.outcome)
                 return decision.outcome
@@ -189,11 +213,8 @@ class Runner:
                 elif isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
                     raise result
             if budget_stop is not None:
-                seq, stopped = await database_sync_to_async(run_budget_stop)(
-                    self.run_id, self.owner, budget_stop
-                )
+                _, stopped = await self._write(run_budget_stop, self.run_id, self.owner, budget_stop)
                 if stopped:
-                    await self._publish([seq])
                     self._notify(RunnerOutcome.PAUSED)
                     return RunnerOutcome.PAUSED
 
@@ -223,8 +244,7 @@ class Runner:
             finally:
                 self._budget.release(estimate)
             if usage != Usage():
-                seq = await database_sync_to_async(run_charge)(self.run_id, usage, "cache warm-up")
-                await self._publish([seq])
+                await self._write(run_charge, self.run_id, usage, "cache warm-up")
 
     async def _run_step(
         self, step: Step, claimed: ClaimedTurn, view: RunView, run: Run, request: AgentRequest | None
@@ -232,7 +252,8 @@ class Runner:
         if claimed.seat.human:
             payload = await database_sync_to_async(human_submission)(self.run_id, step.key)
             protocol = registry.get(run.protocol)
-            seq = await database_sync_to_async(turn_commit)(
+            await self._write(
+                turn_commit,
                 self.run_id,
                 claimed.turn_id,
                 claimed.attempt,
@@ -246,7 +267,6 @@ class Runner:
                     TurnEffects(run_id=self.run_id, turn_id=claimed.turn_id),
                 ),
             )
-            await self._publish([seq])
             self._notify("turn_committed", key=step.key)
             return
         assert request is not None
@@ -264,10 +284,7 @@ class Runner:
             try:
                 await self._budget.reserve(estimate, f"{view.seats[step.seat].name}, {step.task}")
             except BudgetExceeded as stop:
-                seq = await database_sync_to_async(turn_hold)(
-                    self.run_id, claimed.turn_id, attempt, str(stop)
-                )
-                await self._publish([seq])
+                await self._write(turn_hold, self.run_id, claimed.turn_id, attempt, str(stop))
                 raise
             result: Result | None = None
             released = False
@@ -288,7 +305,8 @@ class Runner:
                 if not errors:
                     payload = step.schema.model_validate(result.payload).model_dump(mode="json")
                     crash_point("before_commit")
-                    seq = await database_sync_to_async(turn_commit)(
+                    await self._write(
+                        turn_commit,
                         self.run_id,
                         claimed.turn_id,
                         attempt,
@@ -303,7 +321,6 @@ class Runner:
                         ),
                     )
                     crash_point("after_commit")
-                    await self._publish([seq])
                     self._notify("turn_committed", key=step.key)
                     return
                 failure = InvalidOutput(result.text, errors)
@@ -333,21 +350,16 @@ class Runner:
             )
 
     async def _retry(self, claimed: ClaimedTurn, attempt: int, reason: str) -> bool:
-        seq = await database_sync_to_async(turn_retry)(
-            self.run_id, self.owner, claimed.turn_id, attempt, reason
-        )
-        await self._publish([seq])
+        seq = await self._write(turn_retry, self.run_id, self.owner, claimed.turn_id, attempt, reason)
         return seq is not None
 
     async def _fail_turn(self, step: Step, claimed: ClaimedTurn, attempt: int, error: str) -> None:
-        seq = await database_sync_to_async(turn_fail)(self.run_id, claimed.turn_id, attempt, error)
-        await self._publish([seq])
+        await self._write(turn_fail, self.run_id, claimed.turn_id, attempt, error)
         self._notify("turn_failed", key=step.key)
 
     async def _fail_run(self, error: BackendError) -> None:
         """No turn of this run can succeed (bad key, unknown model): fail the run now with the cause."""
-        seq = await database_sync_to_async(run_fail)(self.run_id, self.owner, error.cause)
-        await self._publish([seq])
+        await self._write(run_fail, self.run_id, self.owner, error.cause)
         for task in self._step_tasks:
             if task is not asyncio.current_task():
                 task.cancel()

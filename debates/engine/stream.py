@@ -33,10 +33,9 @@ class EventOutbox:
         self._queue: asyncio.Queue[int | None] = asyncio.Queue()
         self._closing = asyncio.Event()
 
-    def put(self, seqs: list[int | None]) -> None:
+    def put(self, seqs: list[int]) -> None:
         for seq in seqs:
-            if seq is not None:
-                self._queue.put_nowait(seq)
+            self._queue.put_nowait(seq)
 
     def close(self) -> None:
         """Publish what is queued at once, then end `publish`."""
@@ -56,7 +55,8 @@ class EventOutbox:
                 batch.append(self._queue.get_nowait())
             done = None in batch
             # Parallel turns commit in one order and may reach the outbox in another: published in seq order.
-            seqs = [seq for seq in batch if seq is not None]
+            # (A seq twice: a write's transaction rolled back and a later one appended under the same seq.)
+            seqs = sorted({seq for seq in batch if seq is not None})
             try:
                 await aevent_publish(run_id=self.run_id, seqs=seqs)
             except Exception:  # best effort: viewers replay what they miss from the database

@@ -1,5 +1,9 @@
 """The runner's writes, each one transaction: the decision of what to do next (under the run's row lock, with the
-turns it claims), and every change of a turn's life (held, flushed, retried, failed, committed exactly once)."""
+turns it claims), and every change of a turn's life (held, flushed, retried, failed, committed exactly once).
+
+The events they append, their own and those of the code they call (a protocol's effects, the state records), are
+published by the runner, which collects them all (events_collected): the seqs some of them return are answers
+(did the commit win?), not the list of what to publish."""
 
 from __future__ import annotations
 
@@ -47,7 +51,6 @@ class ClaimedTurn:
     attempt: int
     first_seq: int
     seat: Seat
-    seq: int
 
 
 @dataclass
@@ -57,7 +60,6 @@ class Decision:
     claims: list[ClaimedTurn | None] = field(default_factory=list)
     view: RunView | None = None
     run: Run | None = None
-    seqs: list[int] = field(default_factory=list)
 
 
 def run_status_set(run: Run, status: str, reason: str = "", **fields: Any) -> int:
@@ -84,86 +86,75 @@ def run_states_record(run: Run, plan: Plan | None, view: RunView | None = None) 
 
 def run_decide(run_id: int, owner: str) -> Decision:
     """Plan the next move and, unless it is to run steps, apply it, all in one transaction so a human action
-    committed concurrently is either seen by this plan or sees the status this plan sets (no lost wake-up)."""
+    committed concurrently is either seen by this plan or sees the status this plan sets (no lost wake-up). The
+    events it appends are the caller's to publish (the runner collects them: events_collected)."""
     with transaction.atomic():
         run = locked_run(run_id, owner)
-        seqs: list[int] = []
         if run.cancel_requested:
             Turn.objects.filter(run=run, status=TurnStatus.STREAMING).update(
                 status=TurnStatus.FAILED, error="Cancelled by a moderator.", finished_at=timezone.now()
             )
-            seqs.append(
-                run_status_set(
-                    run, RunStatus.CANCELLED, "Cancelled by a moderator.", finished_at=timezone.now()
-                )
-            )
-            seqs += run_states_record(run, Done({}, failed=True, reason="Cancelled by a moderator."))
-            return Decision(RunnerOutcome.CANCELLED, seqs=seqs)
+            run_status_set(run, RunStatus.CANCELLED, "Cancelled by a moderator.", finished_at=timezone.now())
+            run_states_record(run, Done({}, failed=True, reason="Cancelled by a moderator."))
+            return Decision(RunnerOutcome.CANCELLED)
         if run.consent == "required":  # nothing is called before a moderator consents to the estimated cost
-            return Decision(RunnerOutcome.WAITING, seqs=seqs)
+            return Decision(RunnerOutcome.WAITING)
         if run.pause_requested and run.step_credits == 0:
             if run.status != RunStatus.PAUSED:
-                seqs.append(run_status_set(run, RunStatus.PAUSED, "Paused by a moderator."))
-            return Decision(RunnerOutcome.PAUSED, seqs=seqs)
+                run_status_set(run, RunStatus.PAUSED, "Paused by a moderator.")
+            return Decision(RunnerOutcome.PAUSED)
 
         protocol = registry.get(run.protocol)
         view = run_view_load(run)
         plan = protocol.plan(view)
-        seqs += run_states_record(run, plan, view)
+        run_states_record(run, plan, view)
         if isinstance(plan, Done):
             status = RunStatus.FAILED if plan.failed else RunStatus.COMPLETED
             run.outcome = plan.outcome
-            seqs.append(
-                run_status_set(
-                    run,
-                    status,
-                    plan.reason,
-                    outcome=plan.outcome,
-                    judge_pick=str((plan.outcome or {}).get("judge_pick") or ""),
-                    finished_at=timezone.now(),
-                    awaiting=[],
-                )
+            run_status_set(
+                run,
+                status,
+                plan.reason,
+                outcome=plan.outcome,
+                judge_pick=str((plan.outcome or {}).get("judge_pick") or ""),
+                finished_at=timezone.now(),
+                awaiting=[],
             )
-            return Decision(RunnerOutcome.DONE, seqs=seqs)
+            return Decision(RunnerOutcome.DONE)
         if isinstance(plan, Wait):
-            seqs.append(run_status_set(run, RunStatus.AWAITING_HUMAN, plan.reason, awaiting=[plan.kind]))
-            return Decision(RunnerOutcome.WAITING, seqs=seqs)
+            run_status_set(run, RunStatus.AWAITING_HUMAN, plan.reason, awaiting=[plan.kind])
+            return Decision(RunnerOutcome.WAITING)
 
         assert isinstance(plan, Steps)
         runnable = [s for s in plan.steps if not view.seats[s.seat].human or s.key in view.submitted_steps]
         waiting = [s for s in plan.steps if view.seats[s.seat].human and s.key not in view.submitted_steps]
         if not runnable:
             names = ", ".join(sorted({view.seats[s.seat].name for s in waiting}))
-            seqs.append(
-                run_status_set(
-                    run,
-                    RunStatus.AWAITING_HUMAN,
-                    f"Waiting for {names} (human seat).",
-                    awaiting=[s.key for s in waiting],
-                )
+            run_status_set(
+                run,
+                RunStatus.AWAITING_HUMAN,
+                f"Waiting for {names} (human seat).",
+                awaiting=[s.key for s in waiting],
             )
-            return Decision(RunnerOutcome.WAITING, seqs=seqs)
+            return Decision(RunnerOutcome.WAITING)
         if run.pause_requested:  # paused with a step credit: run exactly one turn, then pause again
             runnable = runnable[:1]
             Run.objects.filter(pk=run.pk, step_credits__gt=0).update(step_credits=F("step_credits") - 1)
         if run.status != RunStatus.RUNNING or run.awaiting:
-            seqs.append(
-                run_status_set(
-                    run,
-                    RunStatus.RUNNING,
-                    "",
-                    awaiting=[],
-                    budget_stopped=False,
-                    started_at=run.started_at or timezone.now(),
-                )
+            run_status_set(
+                run,
+                RunStatus.RUNNING,
+                "",
+                awaiting=[],
+                budget_stopped=False,
+                started_at=run.started_at or timezone.now(),
             )
         # Claim every turn of the stage in this same transaction, so they all start streaming together.
         seats = {seat.handle: seat for seat in Seat.objects.filter(run_id=run_id)}
         claims = [
             _turn_claim(run_id, step, seats[step.seat], fresh=step.key not in view.turns) for step in runnable
         ]
-        seqs += [c.seq for c in claims if c is not None]
-        return Decision(RunnerOutcome.STEPS, steps=runnable, claims=claims, view=view, run=run, seqs=seqs)
+        return Decision(RunnerOutcome.STEPS, steps=runnable, claims=claims, view=view, run=run)
 
 
 def _turn_claim(run_id: int, step: Step, seat: Seat, *, fresh: bool) -> ClaimedTurn | None:
@@ -193,7 +184,7 @@ def _turn_claim(run_id: int, step: Step, seat: Seat, *, fresh: bool) -> ClaimedT
         turn.error = ""
         turn.started_at = now
         turn.save(update_fields=["error", "started_at"])
-        seq = event_append(
+        event_append(
             run_id=run_id,
             kind="turn_restarted",
             payload={"key": step.key, "attempt": turn.attempt, "reason": "resumed after the budget stop"},
@@ -212,7 +203,7 @@ def _turn_claim(run_id: int, step: Step, seat: Seat, *, fresh: bool) -> ClaimedT
         turn.started_at = now
         turn.first_token_at = None
         turn.save(update_fields=["attempt", "raw_text", "error", "started_at", "first_token_at"])
-        seq = event_append(
+        event_append(
             run_id=run_id,
             kind="turn_restarted",
             payload={
@@ -221,7 +212,7 @@ def _turn_claim(run_id: int, step: Step, seat: Seat, *, fresh: bool) -> ClaimedT
                 "reason": "an earlier attempt was interrupted",
             },
         )
-    return ClaimedTurn(turn_id=turn.pk, attempt=turn.attempt, first_seq=turn.first_seq, seat=seat, seq=seq)
+    return ClaimedTurn(turn_id=turn.pk, attempt=turn.attempt, first_seq=turn.first_seq, seat=seat)
 
 
 def turn_hold(run_id: int, turn_id: int, attempt: int, reason: str) -> int | None:

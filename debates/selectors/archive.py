@@ -58,6 +58,7 @@ class ArchiveFilterForm(forms.Form):
     )
     backend = forms.ChoiceField(required=False, choices=[("", "any backend"), *BACKENDS])
     model = forms.CharField(required=False, max_length=100)
+    # The option's name as the table shows it (any case), or its code.
     judge_pick = forms.CharField(required=False, max_length=100, label="Judge's pick")
     human_pick = forms.CharField(required=False, max_length=100, label="Human's pick")
     verdict = forms.CharField(required=False, max_length=100, label="Verdict label")
@@ -122,12 +123,49 @@ def text_search(queryset: QuerySet[Run], text: str) -> QuerySet[Run]:
     return queryset.filter(Q(topic__icontains=text) | Exists(turns))
 
 
+PICK_FIELDS = ("judge_pick", "human_pick")
+
+
+def _runs_picking_by_name(field: str, name: str) -> RawSQL:
+    """The ids of runs whose `field` (judge_pick or human_pick) holds the code of an option whose name, in the run's
+    outcome `pick_options` ([[code, name], …]), is `name` in any case (ASCII case only on SQLite, whose lower() folds
+    nothing else). A semi-join over the runs' JSON, never a join that repeats a run."""
+    assert field in PICK_FIELDS
+    table = connection.ops.quote_name(Run._meta.db_table)
+    column, outcome = connection.ops.quote_name(field), connection.ops.quote_name("outcome")  # no db_column
+    if connection.vendor == "postgresql":
+        sql = (
+            f"SELECT r.id FROM {table} r CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN "
+            f"jsonb_typeof(r.{outcome}->'pick_options') = 'array' THEN r.{outcome}->'pick_options' ELSE '[]'::jsonb "
+            f"END) o WHERE r.{column} <> '' AND jsonb_typeof(o) = 'array' AND o->>0 = r.{column} "
+            "AND lower(o->>1) = lower(%s)"
+        )
+    else:
+        # json_each over each run's options; CASE keeps json_extract off the options that are plain strings.
+        sql = (
+            f"SELECT r.id FROM {table} r, json_each(r.{outcome}, '$.pick_options') o WHERE r.{column} <> '' "
+            f"AND (CASE WHEN o.type = 'array' THEN json_extract(o.value, '$[0]') END) = r.{column} "
+            "AND lower(CASE WHEN o.type = 'array' THEN json_extract(o.value, '$[1]') END) = lower(%s)"
+        )
+    return RawSQL(sql, [name])
+
+
+def pick_filter(field: str, text: str) -> Q:
+    """A pick as the archive table shows it (the option's name, e.g. "Buses") or as stored (its code, e.g. "B"),
+    in any case."""
+    text = text.strip()
+    return Q(**{f"{field}__iexact": text}) | Q(pk__in=_runs_picking_by_name(field, text))
+
+
 def archive_queryset(data: dict[str, Any]) -> QuerySet[Run]:
     """The runs the cleaned filters select, newest first (no rows are read here)."""
     runs = Run.objects.all()
-    for name in ("protocol", "status", "backend", "model", "judge_pick", "human_pick"):
+    for name in ("protocol", "status", "backend", "model"):
         if data.get(name):
             runs = runs.filter(**{name: data[name]})
+    for name in PICK_FIELDS:
+        if (data.get(name) or "").strip():
+            runs = runs.filter(pick_filter(name, data[name]))
     if data.get("kb"):
         runs = runs.filter(kb=data["kb"])
     if data.get("verdict"):

@@ -11,7 +11,7 @@ from debates.contract import Panel
 from debates.engine import registry
 from debates.models import Run, RunStatus, turn_dom_id
 from debates.selectors.decisions import pick_form_context
-from debates.selectors.runs import errors_by_field, run_awaited_steps, user_can_moderate
+from debates.selectors.runs import error_plain, errors_by_field, run_awaited_steps, user_can_moderate
 from kb.models import MutationStatus, ProposedMutation
 
 
@@ -43,8 +43,11 @@ def moderator_context(
                 "template": f"{protocol.template}#form-{step.task}",
                 "context": step.context,
                 "client_uuid": uuid.uuid4(),
-                "errors": step_errors,
-                "field_errors": errors_by_field(step_errors, step.schema.model_fields),
+                "errors": [error_plain(e) for e in step_errors],
+                "field_errors": {
+                    name: [error_plain(e) for e in grouped]
+                    for name, grouped in errors_by_field(step_errors, step.schema.model_fields).items()
+                },
                 "values": values or {},
                 "kb": kb,
             }

@@ -93,6 +93,28 @@ def errors_by_field(errors: list[str], fields: Any = ()) -> dict[str, list[str]]
     return grouped
 
 
+_ERROR_PATH = re.compile(
+    r"^(?P<field>[A-Za-z_]+)(?:\[(?P<index>\d+)\]|\.(?P<dotted>\d+))?(?:[.\w\[\]]*)?: (?P<text>.+)$", re.S
+)
+
+
+def error_plain(error: str) -> str:
+    """A validation error as the person who filled the form reads it, next to the field it is about: the
+    machine path goes ('rulings[0].arg_id: no argument …' → 'Ruling 1: no argument …'); the raw error stays in
+    the turn's record and the exports."""
+    match = _ERROR_PATH.match(error)
+    if match is None:
+        return error
+    text = match["text"]
+    text = text[:1].upper() + text[1:]
+    index = match["index"] or match["dotted"]
+    if index is None:
+        return text
+    field = match["field"].replace("_", " ")
+    item = field[:-1] if field.endswith("s") else field
+    return f"{item[:1].upper()}{item[1:]} {int(index) + 1}: {text}"
+
+
 USAGE_COLUMNS = (
     "input_tokens",
     "cache_write_tokens",

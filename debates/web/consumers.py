@@ -12,10 +12,12 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from debates.engine.attention import ATTENTION_GROUP
 from debates.engine.publish import run_group
 from debates.models import Run
 from debates.platform.conf import conf
 from debates.selectors import runs as selectors
+from debates.selectors.inbox import needs_you_count
 from debates.services import quotas
 from debates.web import frames
 
@@ -172,3 +174,47 @@ async def _committed_seq_read(run_id: int) -> int:
             _committed_reads.pop(stale, None)
     _committed[run_id] = (now, seq)
     return seq
+
+
+class NeedsYouConsumer(AsyncWebsocketConsumer):
+    """Every page's "Needs you" count: the count on connect, then a recount after each attention wake-up
+    (debates.engine.attention), coalesced so a burst of events costs one count. Sent only when it changes."""
+
+    count: int | None = None
+
+    async def connect(self) -> None:
+        client = self.scope.get("client") or ("unknown", 0)
+        if not await database_sync_to_async(quotas.ws_connect_allowed)(str(client[0])):
+            await self.close(code=quotas.CLOSE_TOO_MANY_CONNECTS)
+            return
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.user = user
+        self.recount: asyncio.Task[None] | None = None
+        await self.channel_layer.group_add(ATTENTION_GROUP, self.channel_name)
+        await self.accept()
+        await self._send_count()
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "recount", None) is not None:
+            self.recount.cancel()  # type: ignore[union-attr]
+        await self.channel_layer.group_discard(ATTENTION_GROUP, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        return  # read-only
+
+    async def attention_changed(self, event: dict[str, Any]) -> None:
+        if self.recount is None or self.recount.done():
+            self.recount = asyncio.create_task(self._recount_soon())
+
+    async def _recount_soon(self) -> None:
+        await asyncio.sleep(conf("NEEDS_YOU_COALESCE_SECONDS"))
+        await self._send_count()
+
+    async def _send_count(self) -> None:
+        count = await database_sync_to_async(needs_you_count)(self.user)
+        if count != self.count:
+            self.count = count
+            await self.send(text_data=frames.needs_you_count_frame(count))

@@ -268,3 +268,8 @@ def event_messages_render(*, run_id: int, seqs: list[int]) -> list[dict[str, Any
             message["viewer_panels"] = panels_frame(run_id, AnonymousUser())
         messages.append(message)
     return messages
+
+
+def needs_you_count_frame(count: int) -> str:
+    """Every page's "Needs you" count, swapped in out of band."""
+    return render_to_string("base.html#needs-you-count", {"needs_you_count": count, "oob": True})

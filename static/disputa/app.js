@@ -7,13 +7,72 @@
     badge.dataset.state = state;
     badge.textContent = text;
   }
-  document.addEventListener("htmx:wsOpen", function () { setConnection("live", "live"); });
+  // The badge tells about the run's socket; the nav's "Needs you" socket (on every page) is not the run's.
+  function runSocket(event) { return !(event.target && event.target.id === "needs-you-link"); }
+  document.addEventListener("htmx:wsOpen", function (event) { if (runSocket(event)) setConnection("live", "live"); });
   // The consumer refuses a socket before accepting it (4401, 4404, 4429: too many connects from this address), and
   // Daphne answers such a refusal with HTTP 403 on the handshake, so the browser only ever sees 1006 and cannot
   // tell them apart. The ws extension retries 1006 with full-jitter backoff (a random wait up to 1, 2, 4 … 64 s,
   // reset only by a successful open), so a crowded address is not hammered.
-  document.addEventListener("htmx:wsClose", function () { setConnection("closed", "reconnecting…"); });
-  document.addEventListener("htmx:wsError", function () { setConnection("closed", "connection error, retrying…"); });
+  document.addEventListener("htmx:wsClose", function (event) {
+    if (runSocket(event)) setConnection("closed", "reconnecting…");
+  });
+  document.addEventListener("htmx:wsError", function (event) {
+    if (runSocket(event)) setConnection("closed", "connection error, retrying…");
+  });
+  // "Needs you": the tab title says how many items wait ("(2) Run 5 · Disputa"), and, once the user has asked
+  // for it by a click (never on load), a browser notification when the count grows while the tab is hidden.
+  var baseTitle = document.title.replace(/^\(\d+\) /, "");
+  var lastCount = null;
+  function needsYou() {
+    var badge = document.getElementById("needs-you-count");
+    if (!badge) return;
+    var count = parseInt(badge.dataset.count || "0", 10) || 0;
+    document.title = count ? "(" + count + ") " + baseTitle : baseTitle;
+    if (lastCount !== null && count > lastCount && document.hidden && window.Notification &&
+        Notification.permission === "granted") {
+      new Notification("Disputa: " + count + " item" + (count === 1 ? "" : "s") + " need" + (count === 1 ? "s" : "") + " you");
+    }
+    lastCount = count;
+  }
+  document.addEventListener("DOMContentLoaded", needsYou);
+  document.addEventListener("htmx:oobAfterSwap", needsYou);
+  document.addEventListener("htmx:wsAfterMessage", needsYou);
+  document.addEventListener("DOMContentLoaded", function () {
+    var button = document.getElementById("notify-enable");
+    if (!button || !window.Notification || Notification.permission !== "default") return;
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      Notification.requestPermission().then(function () { button.hidden = true; });
+    });
+  });
+  // After acting in place, the confirmation takes the focus (it replaced the button that had it).
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var done = event.target && event.target.classList && event.target.classList.contains("needs-done")
+      ? event.target : document.querySelector(".needs-done[tabindex]");
+    if (done && event.detail.requestConfig && event.detail.requestConfig.verb === "post") done.focus();
+  });
+  // Screen readers hear the run's status once per change, from a live region that no frame replaces
+  // (#run-announcer): the status card itself is swapped by every frame, and streaming turn text is in no live region.
+  var announcedStatus = null;
+  function runStatus() {
+    var card = document.getElementById("run-status");
+    if (!card) return null;
+    var label = document.getElementById("run-status-label");
+    var reason = card.querySelector(".reason");
+    var text = "Run status: " + (label ? label.textContent.trim() : card.dataset.status);
+    if (reason && reason.textContent.trim()) text += ". " + reason.textContent.trim();
+    return { status: card.dataset.status, text: text };
+  }
+  function announceStatusChange() {
+    var current = runStatus();
+    var region = document.getElementById("run-announcer");
+    if (!current || !region || current.status === announcedStatus) return;
+    if (announcedStatus !== null) region.textContent = current.text;
+    announcedStatus = current.status;
+  }
+  document.addEventListener("DOMContentLoaded", announceStatusChange);
+  document.addEventListener("htmx:wsAfterMessage", announceStatusChange);
   // Tell the user when a POST fails instead of silently doing nothing.
   document.addEventListener("htmx:responseError", function (event) {
     var status = event.detail.xhr.status;

@@ -123,6 +123,60 @@ class FilterTests:
         assert "The end date is before the start date." in html
 
 
+class PickFilterTests:
+    """The picks filter takes what the table shows: the option's name (any case), as well as its code."""
+
+    OPTIONS = {"pick_options": [["A", "Trams"], ["B", "Buses"]]}
+
+    def test_a_pick_is_found_by_the_name_the_table_shows_or_by_its_code(self, viewer_client, make_run):
+        overridden = done(make_run(topic="Overridden"), outcome=self.OPTIONS, judge_pick="A", human_pick="B")
+        agreed = done(make_run(topic="Agreed"), outcome=self.OPTIONS, judge_pick="A", human_pick="A")
+        verdict = done(
+            make_run(topic="Verdict"),
+            outcome={"pick_options": [["approve", "Approve the RFC"], ["reject", "Reject the RFC"]]},
+            judge_pick="reject",
+        )
+        html = table(viewer_client)
+        assert '<td class="human-pick">Buses' in html  # what the table shows, and so what a person types
+
+        def only(query: str, *expected: Run) -> None:
+            assert sorted(rows(table(viewer_client, query))) == sorted(r.pk for r in expected), query
+
+        for text in ("Buses", "buses", "BUSES", " Buses ", "B", "b"):
+            only(f"human_pick={text}", overridden)
+        for text in ("Trams", "trams", "A"):
+            only(f"judge_pick={text}", agreed, overridden)
+        only("human_pick=Trams", agreed)
+        only("judge_pick=reject+the+rfc", verdict)
+        only("judge_pick=Reject", verdict)  # the code, in another case
+        only("judge_pick=Buses")  # the name of an option nobody picked as judge
+        only("human_pick=Bus")  # a name is matched whole
+        only("judge_pick=Trams&override=yes", overridden)
+
+    def test_a_name_matches_only_the_runs_whose_own_options_give_it(self, viewer_client, make_run):
+        """Codes mean different options in different runs: "Trams" is A in one and B in another."""
+        first = done(make_run(), outcome=self.OPTIONS, human_pick="A")
+        swapped = done(make_run(), outcome={"pick_options": [["A", "Buses"], ["B", "Trams"]]}, human_pick="B")
+        done(make_run(), outcome={"pick_options": [["A", "Ferries"], ["B", "Trams"]]}, human_pick="A")
+        assert sorted(rows(table(viewer_client, "human_pick=trams"))) == sorted([first.pk, swapped.pk])
+
+    def test_odd_outcomes_are_never_an_error(self, viewer_client, make_run):
+        plain = done(make_run(), outcome={"pick_options": ["Trams", "Buses"]}, human_pick="Trams")
+        done(make_run(), outcome={"pick_options": "Trams"}, human_pick="A")
+        done(make_run(), outcome={"pick_options": [[], ["A"], [1, 2], {"A": "Trams"}]}, human_pick="A")
+        done(make_run(), outcome={}, human_pick="A")
+        done(make_run(), outcome=[], human_pick="A")
+        assert rows(table(viewer_client, "human_pick=trams")) == [plain.pk]
+        assert rows(table(viewer_client, "human_pick=%27%3B+DROP+TABLE+debates_run%3B--")) == []
+
+    def test_the_filter_is_a_semi_join_that_reads_no_rows(self, make_run, django_assert_num_queries):
+        done(make_run(), outcome=self.OPTIONS, human_pick="B")
+        with django_assert_num_queries(0):
+            queryset = archive_queryset({"human_pick": "Buses", "judge_pick": "A"})
+        assert queryset.count() == 0
+        assert archive_queryset({"human_pick": "Buses"}).count() == 1
+
+
 class TextSearchTests:
     def test_the_search_finds_topics_and_turn_text_once_per_run(self, viewer_client, make_run):
         by_topic = make_run(topic="Should Zeppelins carry freight?")

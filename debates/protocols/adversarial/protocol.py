@@ -161,6 +161,12 @@ def _quote_errors(items: Sequence[tuple[str, str]], material: str, artifact: str
 class Adversarial(Protocol[AdversarialConfig]):
     name = "adversarial"
     title = "Adversarial review (advocate vs challenger)"
+    task_labels = {
+        "case": "Make the case",
+        "concerns": "Raise the concerns",
+        "review": "Review the artifact",
+        "judgement": "Judge the review",
+    }
     description = (
         "An advocate makes the strongest case that the artifact is ready while a challenger raises exactly 5 "
         "concerns ranked by severity, each quoting the artifact with its risk and a fix; a judge scores each "

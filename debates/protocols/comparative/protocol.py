@@ -438,6 +438,12 @@ class Setup:
 class Comparative(Protocol[ComparativeConfig]):
     name = "comparative"
     title = "Comparative (weighted scorecard)"
+    task_labels = {
+        "opening": "Argue for an option",
+        "rebuttal": "Rebut the other options",
+        "judgement": "Score the options",
+        "evidence_review": "Review the evidence",
+    }
     description = (
         "Two options, weighted criteria (High 3 / Medium 2 / Low 1). Advocate A argues long-term strategic fit, "
         "advocate B pragmatic near-term execution; each rebuts 3 of the other's claims; a judge scores every "

@@ -310,6 +310,13 @@ ARTIFACT_TYPES = {
 class Consultation(Protocol[ConsultationConfig]):
     name = "consultation"
     title = "Consultation (4 rounds: independent, synthesis, cross-exam, verdict)"
+    task_labels = {
+        "independent": "Give an independent position",
+        "synthesis": "Synthesise the positions",
+        "cross_exam": "Cross-examine the synthesis",
+        "cross_exam_judge": "Judge the cross-examination",
+        "verdict": "Give the verdict",
+    }
     description = (
         "2–5 agents answer independently; a judge synthesises consensus and tensions, stops early on a strong "
         "(not rubber-stamped) consensus, has the agents challenge or defend it, and gives a verdict — one "

@@ -67,6 +67,12 @@ def _normalise(text: str) -> str:
 class CrossExamination(Protocol[CrossExaminationConfig]):
     name = "cross-examination"
     title = "Cross-examination"
+    task_labels = {
+        "analysis": "Analyse the question",
+        "questions": "Ask the analysts questions",
+        "answers": "Answer the questions",
+        "assessment": "Classify the answers",
+    }
     description = (
         "Independent analyses in parallel, then an examiner asks 2–3 questions per analyst quoting a claim; "
         "each answer defends with new evidence or concedes; the examiner classifies defended / conceded / "

@@ -62,6 +62,13 @@ if TYPE_CHECKING:
 class KbDebate(Protocol[KbDebateConfig]):
     name = "kb-debate"
     title = "KB debate (adversarial, seed 002)"
+    task_labels = {
+        "opening": "Open the debate",
+        "turn": "Debate turn",
+        "moderator": "Moderate the debate",
+        "synthesis": "Write the synthesis",
+        "verdict-review": "Review the verdict",
+    }
     description = (
         "Debaters for each position of a knowledge base cite it by argument id; the orchestrator interleaves "
         "their turns on the open threads of a claims ledger, a moderator rules, and a synthesis gives a verdict "

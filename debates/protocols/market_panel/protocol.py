@@ -361,6 +361,12 @@ class Board:
 class MarketPanel(Protocol[MarketPanelConfig]):
     name = "market-panel"
     title = "Market panel (lens × stance on a data KB)"
+    task_labels = {
+        "opening": "Open with a view",
+        "cross": "Challenge another panellist",
+        "closing": "Close with a final view",
+        "judgement": "Judge the panel",
+    }
     description = (
         "Bull and bear seats per analytical lens (technical, fundamental, macro, sentiment), each reading only its "
         "slice of a JSON data KB: openings, paired cross-examination within a lens, closings; a judge scores every "

@@ -579,7 +579,7 @@ def test_the_console_offers_every_move_and_keeps_posted_values_with_errors(moder
     )
     html = response.content.decode()
     ruling = html[html.index('id="console-ruling"') : html.index('id="console-mutation"')]
-    assert "closing needs arg-006 rated refuted or baseless" in ruling
+    assert "Closing needs arg-006 rated refuted or baseless" in ruling
     assert "The rebound is confounded</textarea>" in ruling and '<option value="L-001" selected>' in ruling
     assert "The turn was not sent: 1 problem" in html
     # With the downgrade proposed in the same turn the ruling is taken.
