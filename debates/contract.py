@@ -241,6 +241,18 @@ class ExportFormat:
         return (not self.needs_kb or run.kb_id is not None) and (not self.needs_outcome or bool(run.outcome))
 
 
+@dataclass(frozen=True)
+class DemoStart:
+    """The run a protocol's card on the home page starts with one click: simulated agents on demo values (the
+    topic, the material or a bundled demo KB, the config and the simulated backend's options)."""
+
+    topic: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+    material: str = ""
+    kb: str = ""  # the slug of a bundled demo KB (kb.demo.DEMO_KBS) the run debates over; "": none
+    options: Mapping[str, Any] = field(default_factory=dict)  # the simulated backend's, beyond the pace
+
+
 # A protocol's integrity signals of a finished run (debates.selectors.integrity): the per-seat rates, why there are
 # none, and the rounds in which both sides only conceded (None: not applicable).
 SeatSignals = tuple[list[dict[str, Any]], str, dict[str, Any] | None]
@@ -290,6 +302,11 @@ class Protocol[ConfigT: BaseModel](ABC):
     form: ClassVar[str] = ""
     # The protocol the new-run form starts on.
     form_default: ClassVar[bool] = False
+    # The home page's card, in plain words: what the protocol is for and when to choose it, and the demo run its
+    # "Start a demo" button starts (None: the card offers only the new-run form).
+    purpose: ClassVar[str] = ""
+    when_to_use: ClassVar[str] = ""
+    demo: ClassVar[DemoStart | None] = None
     # `manage.py run_debate`: the config a headless run starts from (--config is merged over it).
     headless_config: ClassVar[Mapping[str, Any]] = {}
     # The exports this protocol's runs offer beyond `json` and `transcript`.

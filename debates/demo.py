@@ -83,3 +83,23 @@ DEMO_COMPARISON = {
         "No quote for a self-hosted MongoDB cluster.",
     ],
 }
+
+# An adversarial review: the material is the artifact under review.
+DEMO_REVIEW_TOPIC = "Approve RFC 42: move user sessions from PostgreSQL to Redis?"
+DEMO_REVIEW_MATERIAL = """\
+RFC 42: Move user sessions from PostgreSQL to Redis.
+Sessions are read on every request and cost about 30 percent of database load.
+We will run a three-node Redis cluster with Sentinel for failover.
+Session data will be written to both stores for two weeks before the switch.
+Redis persistence will use AOF with fsync every second.
+The platform team will own the cluster and its alerts.
+Rollback is a configuration flag that points reads back to PostgreSQL.
+Expected cost is 400 dollars a month on managed instances.
+"""
+
+# A consultation over the order-tracking facts above.
+DEMO_CONSULTATION_TOPIC = "How should the order-tracking service store its carrier-specific fields?"
+
+# Debates over the bundled demo KBs (kb.demo): the seed-002 argument graph and the seed-004 market data.
+DEMO_KB_DEBATE_TOPIC = "Does urban congestion pricing reduce traffic without unfair harm?"
+DEMO_MARKET_TOPIC = "One-month outlook for the S&P 500"

@@ -5,6 +5,7 @@ from django.urls import include, path
 
 from debates.web import converters
 from debates.web.views import exports as views_exports
+from debates.web.views import home as views_home
 from debates.web.views import inbox as views_inbox
 from debates.web.views import moderation
 from debates.web.views import review as views_review
@@ -17,6 +18,7 @@ urlpatterns = [
     path("", views.run_list, name="run-list"),
     path("runs/new/", views.run_new, name="run-new"),
     path("runs/new/criteria/", views.run_new_criteria, name="run-new-criteria"),
+    path("runs/demo/<slug:protocol>/", views_home.run_demo, name="run-demo"),
     path("runs/<id:run_id>/", views.run_detail, name="run-detail"),
     path("runs/<id:run_id>/read/", views_review.run_read, name="run-read"),
     path("runs/compare/", views_review.run_compare, name="run-compare"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.core.cache import caches
@@ -53,6 +54,7 @@ def turn_card(
         "role": seat.role,
         "stage": turn.stage,
         "task": turn.task,
+        "task_label": registry.get(protocol).task_label(turn.task),
         "status": turn.status,
         "attempt": turn.attempt,
         "human": turn.human,
@@ -113,17 +115,17 @@ def run_turn_cards(
         return f"{run.pk}:{pk}:{attempt}:{status}:{finished_at.isoformat()}:{seq}"
 
     cached: dict[int, dict[str, Any]] = {}
-    heads: list[tuple[int, int, str, Any, str]] = []
+    heads: list[tuple[int, int, str, Any, str, str]] = []
     if from_cache:
-        heads = list(turns.values_list("pk", "attempt", "status", "finished_at", "key"))
+        heads = list(turns.values_list("pk", "attempt", "status", "finished_at", "key", "stage"))
         fragments = {
-            make_template_fragment_key(TURN_CARD_FRAGMENT, [key]): (pk, turn_key, status)
-            for pk, attempt, status, finished_at, turn_key in heads
+            make_template_fragment_key(TURN_CARD_FRAGMENT, [key]): (pk, turn_key, status, stage)
+            for pk, attempt, status, finished_at, turn_key, stage in heads
             if (key := cache_key(pk, attempt, status, finished_at))
         }
         for fragment, html in caches["fragments"].get_many(list(fragments)).items():
-            pk, turn_key, status = fragments[fragment]
-            cached[pk] = {"html": html, "key": turn_key, "status": status}
+            pk, turn_key, status, stage = fragments[fragment]
+            cached[pk] = {"html": html, "key": turn_key, "status": status, "stage": stage}
         if len(cached) == len(heads):
             return [cached[pk] for pk, *_ in heads]
     names = seat_names(run)
@@ -139,3 +141,44 @@ def run_turn_cards(
     order = {pk: n for n, (pk, *_) in enumerate(heads)}
     merged = cards | cached
     return [merged[pk] for pk in sorted(merged, key=lambda pk: order.get(pk, len(order)))]
+
+
+_ROUND_KEY = re.compile(r"^r(\d+)/")
+
+
+def round_of(key: str, stage: str) -> str:
+    """The transcript group a turn belongs to: its round (`r2/...` keys) or else its stage."""
+    match = _ROUND_KEY.match(key)
+    return (
+        f"round-r{match.group(1)}" if match else "round-" + re.sub(r"[^A-Za-z0-9_-]+", "-", stage or "other")
+    )
+
+
+def round_label(key: str, stage: str, stage_labels: dict[str, str]) -> str:
+    match = _ROUND_KEY.match(key)
+    label = stage_labels.get(stage, stage.replace("_", " ").capitalize() if stage else "Turns")
+    return f"Round {match.group(1)}: {label}" if match else label
+
+
+def transcript_rounds(run: Run, cards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The transcript grouped by round (or stage), in order, each group collapsible on the page; a new turn's
+    frame appends to its group's list (`<dom_id>-turns`), or starts the group (debates.web.frames)."""
+    labels = {stage.id: stage.label for stage in registry.get(run.protocol).stages}
+    rounds: dict[str, dict[str, Any]] = {}
+    for card in cards:
+        dom_id = round_of(card["key"], card.get("stage", ""))
+        group = rounds.setdefault(
+            dom_id,
+            {"dom_id": dom_id, "label": round_label(card["key"], card.get("stage", ""), labels), "cards": []},
+        )
+        group["cards"].append(card)
+    return list(rounds.values())
+
+
+def turn_starts_round(turn: Turn) -> bool:
+    """Whether `turn` is the first of its transcript group (its frame then starts the group)."""
+    group = round_of(turn.key, turn.stage)
+    earlier = Turn.objects.filter(run_id=turn.run_id, first_seq__lt=turn.first_seq).values_list(
+        "key", "stage"
+    )
+    return all(round_of(key, stage) != group for key, stage in earlier)

@@ -220,3 +220,31 @@ def override_stats() -> dict[str, Any]:
         "decisions_shown": DECISIONS_SHOWN,
         "chart_json": json.dumps(chart) if charted else "",
     }
+
+
+def verdict_reviews() -> list[dict[str, Any]]:
+    """Human reviews of a judge's verdict (an outcome's `review`: accept, or dissent with the reason), dissents
+    first, newest first: a dissent is a decision too, and belongs beside the picks."""
+    runs = (
+        Run.objects.filter(status=RunStatus.COMPLETED, outcome__has_key="review")
+        .exclude(outcome__review=None)
+        .only("id", "protocol", "topic", "outcome", "finished_at")
+        .order_by("-finished_at", "-id")[:DECISIONS_SHOWN]
+    )
+    reviews = []
+    for run in runs:
+        review = run.outcome.get("review") if isinstance(run.outcome, dict) else None
+        if not isinstance(review, dict) or review.get("decision") not in {"accept", "dissent"}:
+            continue
+        reviews.append(
+            {
+                "run_id": run.pk,
+                "topic": run.topic,
+                "protocol": run.protocol,
+                "decision": review["decision"],
+                "text": str(review.get("text") or ""),
+                "at": run.finished_at,
+            }
+        )
+    reviews.sort(key=lambda r: r["decision"] != "dissent")
+    return reviews

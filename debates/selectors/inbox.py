@@ -166,7 +166,9 @@ def needs_you(user: Any) -> list[NeedsItem]:
                 asked=f"Approve or reject a proposed change to the knowledge base {mutation.kb.title}",
                 detail=_mutation_detail(mutation),
                 since=mutation.created_at,
-                url=_run_url(mutation.run, "approvals") if mutation.run else reverse("kb-inbox"),
+                url=_run_url(mutation.run, "approvals")
+                if mutation.run
+                else f"{reverse('kb-inbox')}#mutation-{mutation.pk}",
                 run=mutation.run,
                 mutation=mutation,
             )

@@ -237,13 +237,13 @@ def _shown(value: Any) -> str:
 
 def _seat_model(seat: dict[str, Any]) -> str:
     model = seat["model"] if seat["model"] and seat["model"] != seat["backend"] else ""
-    return f"{seat['handle']}: {seat['backend']} {model}".strip()
+    return f"{seat['name']}: {seat['backend']} {model}".strip()
 
 
 def config_diff(a: Run, b: Run, seats: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The settings of both runs, row by row, each marked when the two differ."""
     rows = [
-        ("protocol", a.protocol, b.protocol),
+        ("protocol", _protocol_title(a.protocol), _protocol_title(b.protocol)),
         ("topic", a.topic, b.topic),
         ("knowledge base", a.kb.slug if a.kb else "", b.kb.slug if b.kb else ""),
         ("backend", a.backend, b.backend),
@@ -253,8 +253,8 @@ def config_diff(a: Run, b: Run, seats: dict[int, list[dict[str, Any]]]) -> list[
         ("budget (tokens)", a.budget_tokens, b.budget_tokens),
         (
             "seats",
-            [f"{s['handle']} ({s['role']}{', human' if s['human'] else ''})" for s in seats[a.pk]],
-            [f"{s['handle']} ({s['role']}{', human' if s['human'] else ''})" for s in seats[b.pk]],
+            [f"{s['name']} ({s['role']}{', human' if s['human'] else ''})" for s in seats[a.pk]],
+            [f"{s['name']} ({s['role']}{', human' if s['human'] else ''})" for s in seats[b.pk]],
         ),
         (
             "seat models",
@@ -266,9 +266,30 @@ def config_diff(a: Run, b: Run, seats: dict[int, list[dict[str, Any]]]) -> list[
     for key in list(dict.fromkeys([*flat_a, *flat_b])):
         rows.append((f"config: {key}", flat_a.get(key), flat_b.get(key)))
     return [
-        {"name": name, "a": _shown(va), "b": _shown(vb), "differs": _shown(va) != _shown(vb)}
+        {
+            "name": name,
+            "label": _setting_label(name),
+            "a": _shown(va),
+            "b": _shown(vb),
+            "differs": _shown(va) != _shown(vb),
+        }
         for name, va, vb in rows
     ]
+
+
+def _protocol_title(name: str) -> str:
+    try:
+        return registry.get(name).title
+    except LookupError:
+        return name
+
+
+def _setting_label(name: str) -> str:
+    """A row's name as people read it: a config key ('config: evidence_gaps') in words ('Setting: evidence gaps')."""
+    if not name.startswith("config: "):
+        return name[:1].upper() + name[1:]
+    words = name.removeprefix("config: ").replace("_", " ").replace(".", " › ")
+    return f"Setting: {words}"
 
 
 def outcome_summary(run: Run) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from debates.engine import registry
+from debates.models import Turn, turn_dom_id
 from debates.platform.rendering import render_markdown, render_markdown_inline
 
 register = template.Library()
@@ -18,6 +19,39 @@ register = template.Library()
 def outcome_template(run: Any) -> str:
     """The partial that shows a run's outcome: `<its protocol's template>#outcome`."""
     return f"{registry.get(run.protocol).template}#outcome"
+
+
+@register.filter
+def protocol_title(name: Any) -> str:
+    """A protocol's name (`cross-examination`) as people read it: its title; an unknown name as it is."""
+    try:
+        return registry.get(str(name)).title
+    except LookupError:
+        return str(name)
+
+
+@register.filter
+def turn_anchor(key: Any) -> str:
+    """The DOM id of a turn, from its key (the key itself stays out of the page's text)."""
+    return turn_dom_id(str(key))
+
+
+@register.simple_tag
+def task_label(protocol: Any, task: Any) -> str:
+    """What a protocol's task asks, in plain words (Protocol.task_label)."""
+    try:
+        return registry.get(str(protocol)).task_label(str(task))
+    except LookupError:
+        return str(task)
+
+
+@register.simple_tag
+def turn_title(run_id: Any, key: Any) -> str:
+    """A turn named as people read it ("Examiner: Ask the analysts questions"), from its run and key."""
+    turn = Turn.objects.select_related("seat", "run").filter(run_id=run_id, key=str(key)).first()
+    if turn is None:
+        return "a turn"
+    return f"{turn.seat.name}: {registry.get(turn.run.protocol).task_label(turn.task)}"
 
 
 @register.filter(name="markdown")

@@ -4,6 +4,7 @@ Protocol.form), of which only the chosen protocol's is read."""
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
@@ -38,33 +39,39 @@ def form_sections() -> list[tuple[str, type[FormSection]]]:
 
 class RunForm(forms.Form):
     protocol = forms.ChoiceField()
-    topic = forms.CharField(max_length=500, label="Question or topic")
+    topic = forms.CharField(
+        max_length=500,
+        label="Question or topic",
+        help_text='What the agents debate, e.g. "Should the city charge cars entering the centre?"',
+    )
     kb: forms.ModelChoiceField = forms.ModelChoiceField(
         queryset=None,
         required=False,
         label="Knowledge base",
-        empty_label="— none: analyse the material below —",
-        help_text="Debate over a knowledge base: its snapshot is taken when the run starts, and citations of its "
-        "arguments are verified.",
+        empty_label="— none: use the material below —",
+        help_text="A curated set of arguments and sources (see Knowledge bases). The debate works on a frozen "
+        "copy taken when it starts, and every argument the agents cite is checked against it. The "
+        "knowledge-base debate and the market panel need one.",
     )
     material = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 8}),
         required=False,
         label="Material to analyse",
-        help_text="Free text the analysts cite from (sentences are quoted as evidence).",
+        help_text="Text the agents may quote as evidence: facts, notes, or the document under review. With a "
+        "knowledge base and no material, the knowledge base's own text is used.",
     )
     # (each protocol's section's fields come here)
     backend = forms.ChoiceField(widget=forms.RadioSelect, initial="simulated")
     model = forms.ChoiceField(
         initial="simulated",
-        help_text="For every seat, unless the seat is named below. Leaving 'simulated' with a real backend picks "
-        "that backend's default model.",
+        help_text="The model every participant (seat) uses, unless you name another for it below.",
     )
     seat_models = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}),
         required=False,
         label="Model per seat (optional)",
-        help_text="One per line: 'seat: model', e.g. 'examiner: claude-opus-5-5'. Seats: analyst-<name>, examiner.",
+        help_text="One per line: 'seat: model', e.g. 'examiner: claude-opus-5-5'. Seats are named as on the run "
+        "page: analyst-<name>, examiner, judge, advocate-a…",
     )
     budget_usd = forms.DecimalField(
         min_value=0,
@@ -81,17 +88,23 @@ class RunForm(forms.Form):
         error_messages=TOKENS_ERRORS,
         required=False,
         label="Budget (tokens)",
+        help_text="The run stops before any call that could take it past this many tokens; blank = no limit.",
     )
+    # Rehearsal options (the simulated backend only): the seed, each section's switches that make the simulated
+    # agents take a branch of the protocol, then the pace.
     seed = forms.IntegerField(
-        min_value=0, max_value=SEED_MAX, required=False, help_text="Same seed, same debate."
+        min_value=0,
+        max_value=SEED_MAX,
+        required=False,
+        help_text="Simulated agents answer the same way for the same seed: reuse a run's seed to replay it. "
+        "Leave empty for a random one.",
     )
-    # Simulation settings: make the simulated agents take every branch of the protocol (each section's own,
-    # then the pace).
     sim_cps = forms.IntegerField(
         min_value=0,
         max_value=100000,
         initial=400,
         label="Streaming pace (characters per second, 0 = instant)",
+        help_text="How fast the simulated answers appear, as if a model were typing them.",
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -101,6 +114,10 @@ class RunForm(forms.Form):
         protocols = registry.all_protocols()
         self.fields["protocol"].choices = [(p.name, p.title) for p in protocols]  # type: ignore[attr-defined]
         self.fields["protocol"].initial = next((p.name for p in protocols if p.form_default), None)
+        self.protocols = protocols
+        for field in self.fields.values():
+            if isinstance(field, forms.BooleanField):
+                field.label_suffix = ""  # "☐ Review the evidence first", not "…first:"
         self.sections = [section(self, name) for name, section in SECTIONS]
         for section in self.sections:
             section.prepare()
@@ -109,6 +126,28 @@ class RunForm(forms.Form):
         self.fields["model"].choices = [  # type: ignore[attr-defined]
             (b["label"], list(b["models"])) for b in self.backends if b["models"]
         ]
+
+    @classmethod
+    def initial_for(cls, query: Mapping[str, str]) -> dict[str, Any]:
+        """The form's initial values from the address: `?protocol=<name>` chooses that protocol (the home page's
+        cards link here), and the bundled demo KB its demo debates over, when that KB is loaded."""
+        try:
+            protocol = registry.get(query.get("protocol") or "")
+        except LookupError:
+            return {}
+        initial: dict[str, Any] = {"protocol": protocol.name}
+        if protocol.demo is not None and protocol.demo.kb:
+            kb = KnowledgeBase.objects.filter(slug=protocol.demo.kb).first()
+            if kb is not None:
+                initial["kb"] = kb.pk
+        return initial
+
+    @property
+    def rehearsal_errors(self) -> bool:
+        """Whether a rehearsal option (the seed, the pace, a section's simulation switch) has an error: the page
+        then opens them."""
+        names = {"seed", "sim_cps", *(n for s in self.sections for n in s.simulation_fields)}
+        return self.is_bound and any(name in self.errors for name in names)
 
     def section(self, protocol: str | None) -> FormSection | None:
         """The chosen protocol's section (None: no valid protocol was chosen, or it has none)."""

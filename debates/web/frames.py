@@ -14,10 +14,21 @@ from django.core.cache import cache, caches
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from debates.engine import registry
 from debates.models import Run, RunEvent
 from debates.platform.conf import conf
 from debates.selectors import runs as selectors
-from debates.selectors.cards import body_template, live_card, run_turn_cards, seat_names, turn_card
+from debates.selectors.cards import (
+    body_template,
+    live_card,
+    round_label,
+    round_of,
+    run_turn_cards,
+    seat_names,
+    transcript_rounds,
+    turn_card,
+    turn_starts_round,
+)
 from debates.selectors.panels import (
     MUTATION_EVENT,
     moderator_context,
@@ -119,9 +130,26 @@ def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tu
         if event.kind in TURN_EVENTS:
             card = turn_card(turns[event.payload["key"]], run.protocol, names, event_kb)
             if event.kind == "turn_started":
-                parts.append(
-                    '<div hx-swap-oob="beforeend:#transcript">' + _partial("turn", {"card": card}) + "</div>"
-                )
+                turn = turns[event.payload["key"]]
+                if turn_starts_round(turn):  # the turn's round begins with it
+                    labels = {stage.id: stage.label for stage in registry.get(run.protocol).stages}
+                    group = {
+                        "dom_id": round_of(turn.key, turn.stage),
+                        "label": round_label(turn.key, turn.stage, labels),
+                        "cards": [card],
+                    }
+                    parts.append(
+                        '<div hx-swap-oob="beforeend:#transcript">'
+                        + _partial("round", {"round": group})
+                        + "</div>"
+                    )
+                else:
+                    target = f"#{round_of(turn.key, turn.stage)}-turns"
+                    parts.append(
+                        f'<div hx-swap-oob="beforeend:{target}">'
+                        + _partial("turn", {"card": card})
+                        + "</div>"
+                    )
             else:
                 parts.append(_partial("turn", {"card": card, "oob": True}))
         if shared:
@@ -151,7 +179,7 @@ def snapshot_frame(run_id: int, user: Any) -> tuple[str, int]:
     cards = run_turn_cards(run, upto_seq=seq, kb=kb, from_cache=True)
     html = (
         status_frame(run)
-        + _partial("transcript", {"cards": cards, "oob": True})
+        + _partial("transcript", {"rounds": transcript_rounds(run, cards), "oob": True})
         + _partial("outcome", {"run": run, "oob": True})
         + integrity_frame(run)
         + "".join(_panel(p) for p in run_panels(run, per_user=False, kb=kb))
@@ -179,8 +207,14 @@ def panels_frame(run_id: int, user: Any, *, run: Run | None = None, kb: dict[str
 
 
 def _panels_frame(run: Run, user: Any, kb: dict[str, Any] | None) -> str:
-    return _partial("moderator", {**moderator_context(run, user, kb=kb), "oob": True}) + "".join(
-        _panel(p) for p in run_panels(run, user, per_user=True, kb=kb)
+    context = {**moderator_context(run, user, kb=kb), "oob": True}
+    # The decision slot comes live until a decision is recorded; from then on the page that recorded it keeps its
+    # confirmation (the decision itself shows in the outcome, for everyone).
+    pick = "" if run.human_pick else _partial("pick", context)
+    return (
+        _partial("moderator", context)
+        + pick
+        + "".join(_panel(p) for p in run_panels(run, user, per_user=True, kb=kb))
     )
 
 

@@ -46,11 +46,21 @@
       Notification.requestPermission().then(function () { button.hidden = true; });
     });
   });
-  // After acting in place, the confirmation takes the focus (it replaced the button that had it).
-  document.addEventListener("htmx:afterSwap", function (event) {
-    var done = event.target && event.target.classList && event.target.classList.contains("needs-done")
-      ? event.target : document.querySelector(".needs-done[tabindex]");
-    if (done && event.detail.requestConfig && event.detail.requestConfig.verb === "post") done.focus();
+  // After a human action (a POST answered in place), its confirmation takes the focus: the button that had it was
+  // replaced. The first confirmation or error of the swapped part, else the part itself.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var config = event.detail.requestConfig;
+    if (!config || config.verb !== "post") return;
+    var part = event.detail.elt && event.detail.elt.isConnected ? event.detail.elt : null;
+    var target = config.target && config.target.id ? document.getElementById(config.target.id) : null;
+    var scope = target || part || document;
+    var confirmation = document.getElementById("action-confirmation");
+    var done = scope.querySelector ? scope.querySelector("[role=status], [role=alert], .needs-done") : null;
+    if (!done && confirmation && !confirmation.hidden && target && target.id === "moderator") done = confirmation;
+    if (!done && scope.classList && scope.classList.contains("needs-done")) done = scope;
+    if (!done) return;
+    if (!done.hasAttribute("tabindex")) done.setAttribute("tabindex", "-1");
+    done.focus();
   });
   // Screen readers hear the run's status once per change, from a live region that no frame replaces
   // (#run-announcer): the status card itself is swapped by every frame, and streaming turn text is in no live region.
@@ -73,6 +83,29 @@
   }
   document.addEventListener("DOMContentLoaded", announceStatusChange);
   document.addEventListener("htmx:wsAfterMessage", announceStatusChange);
+  // The new-run form offers only the chosen backend's models (app.css shows the chosen protocol's and backend's
+  // fields; a list cannot hide its options with CSS alone): other backends' groups are hidden, and a model of
+  // another backend gives way to the chosen backend's first.
+  function modelsOfBackend(form) {
+    var chosen = form.querySelector("input[name=backend]:checked");
+    var select = form.querySelector("select[name=model]");
+    if (!chosen || !select) return;
+    var groups = select.querySelectorAll("optgroup[data-backend]");
+    for (var i = 0; i < groups.length; i++) groups[i].hidden = groups[i].dataset.backend !== chosen.value;
+    var selected = select.options[select.selectedIndex];
+    if (!selected || selected.parentElement.hidden) {
+      var first = select.querySelector("optgroup[data-backend='" + chosen.value + "'] option");
+      if (first) select.value = first.value;
+    }
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var form = document.getElementById("run-form");
+    if (!form) return;
+    modelsOfBackend(form);
+    form.addEventListener("change", function (event) {
+      if (event.target && event.target.name === "backend") modelsOfBackend(form);
+    });
+  });
   // Tell the user when a POST fails instead of silently doing nothing.
   document.addEventListener("htmx:responseError", function (event) {
     var status = event.detail.xhr.status;

@@ -227,6 +227,7 @@ def runs_cancel(page: Page, base_url: str, site: Site) -> None:
         page.goto(f"{base_url}/runs/{run.pk}/")
         cancel = page.locator("#control-cancel")
         if cancel.is_enabled():
+            page.once("dialog", lambda dialog: dialog.accept())  # "Cancel this run?"
             cancel.click()
             expect(page.locator("#run-status")).to_have_attribute("data-status", "cancelled", timeout=SEE)
 
@@ -463,6 +464,7 @@ def test_tokens_are_not_announced_and_a_change_of_status_is_announced_once(
     page.wait_for_timeout(1500)
     assert page.evaluate("window.announced") == []
     # A change of status is announced, once, whatever frames follow it.
+    page.once("dialog", lambda dialog: dialog.accept())  # "Cancel this run?"
     page.locator("#control-cancel").click()
     expect(page.locator("#run-status")).to_have_attribute("data-status", "cancelled", timeout=SEE)
     page.wait_for_timeout(1500)

@@ -37,6 +37,7 @@ def test_review_an_rfc_and_confirm_the_verdict(moderator_page: Page, live_daphne
     form.get_by_label("Material to analyse").fill(RFC)
     form.get_by_label("What is reviewed").fill("RFC")
     form.locator("input[name=backend][value=simulated]").check()
+    form.locator("#rehearsal-options summary").click()  # the seed and the pace are folded away
     form.get_by_label("Seed").fill("5")
     form.get_by_label("Streaming pace").fill("900")
     form.locator("#start-run").click()

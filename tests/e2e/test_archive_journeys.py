@@ -50,7 +50,10 @@ def test_filter_the_archive_and_open_a_finished_run_to_see_its_integrity_signals
     expect(page.locator("#archive-count")).to_have_text("2 runs")
     page.evaluate("window.archiveMarker = 'same page'")  # survives only if the page is not reloaded
 
-    # By protocol: the table is swapped in place and the address keeps the filter.
+    # By protocol (the filters are folded under the search box until one is set): the table is swapped in place
+    # and the address keeps the filter.
+    expect(page.locator("#archive-filters select[name=protocol]")).to_be_hidden()
+    page.locator("#archive-more-filters summary").click()
     page.locator("#archive-filters select[name=protocol]").select_option("comparative")
     expect(table.locator(f"#run-row-{cross.pk}")).to_have_count(0, timeout=SEE)
     expect(page.locator(f"#run-row-{compared.pk}")).to_be_visible()

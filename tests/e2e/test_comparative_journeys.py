@@ -53,6 +53,7 @@ def test_set_up_a_comparison_watch_it_and_override_the_judge(
     form.locator("textarea[name=evidence_b]").fill("Platform runbook | Doc | Two clusters with failover")
     form.locator("textarea[name=stakeholders]").fill("Head of platform | prefers PostgreSQL | stated")
     form.locator("input[name=backend][value=simulated]").check()
+    form.locator("#rehearsal-options summary").click()  # the seed and the pace are folded away
     form.get_by_label("Seed").fill("11")
     form.get_by_label("Streaming pace").fill("900")
     form.locator("#start-run").click()

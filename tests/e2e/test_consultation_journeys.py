@@ -43,6 +43,7 @@ def test_start_a_consultation_approve_its_cost_watch_it_and_pick_an_option(
     form.locator("input[name=cons_mode][value=explore]").check()
     form.locator("input[name=cons_auto_approve]").fill("0")  # every estimate needs consent
     form.locator("input[name=backend][value=simulated]").check()
+    form.locator("#rehearsal-options summary").click()  # the seed and the pace are folded away
     form.get_by_label("Seed").fill("4")
     form.get_by_label("Streaming pace").fill("700")
     form.locator("#start-run").click()

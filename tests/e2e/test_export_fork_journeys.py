@@ -36,6 +36,7 @@ def start_finished_run(page: Page, base_url: str) -> int:
     form.get_by_label("Material to analyse").fill(MATERIAL)
     form.get_by_label("Analysts").fill(ANALYSTS)
     form.locator("input[name=backend][value=simulated]").check()
+    form.locator("#rehearsal-options summary").click()  # the seed and the pace are folded away
     form.get_by_label("Seed").fill("7")
     form.get_by_label("Streaming pace").fill("3000")
     form.locator("#start-run").click()
@@ -107,7 +108,11 @@ def test_rerun_with_another_seed_and_fork_from_a_turn(moderator_page: Page, live
     expect(page).not_to_have_url(f"{live_daphne}/runs/{parent_id}/", timeout=SEE)
     fork_id = run_id_of(page)
     assert fork_id != rerun_id
-    expect(page.locator("#run-parent")).to_contain_text(f"Forked from run {parent_id} at {FORK_AT}")
+    # The fork point by its speaker and task (its key stays in a data attribute).
+    expect(page.locator("#run-parent")).to_contain_text(
+        f"Forked from run {parent_id} at Examiner: Ask the analysts questions"
+    )
+    expect(page.locator(f'#run-parent a[data-key="{FORK_AT}"]')).to_have_count(1)
     wait_completed(page)
     expect(page.locator("#transcript article[id^=turn-]")).to_have_count(8)
     copied = page.locator("#transcript .badge.copied")
@@ -119,6 +124,8 @@ def test_rerun_with_another_seed_and_fork_from_a_turn(moderator_page: Page, live
     child = Run.objects.get(pk=fork_id)
     assert child.parent_id == parent_id and child.forked_at_key == FORK_AT
     page.locator("#run-parent a").first.click()
-    children = page.locator("#run-children a")
+    children = page.locator("#run-children a[data-run]")
     expect(children).to_have_count(2)
-    expect(page.locator("#run-children")).to_contain_text(f"run {fork_id} (fork at {FORK_AT}")
+    expect(page.locator("#run-children")).to_contain_text(
+        f"run {fork_id} (fork at Examiner: Ask the analysts questions"
+    )

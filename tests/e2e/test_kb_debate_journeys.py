@@ -61,6 +61,9 @@ def start_kb_debate(page: Page, base_url: str, kb: Any, *, max_turns: int = 16, 
     form.locator("input[name=kb_moderator][value=human]").check()
     form.locator("input[name=max_turns]").fill(str(max_turns))
     form.locator("input[name=backend][value=simulated]").check()
+    rehearsal = form.locator("details#rehearsal-options")  # the seed and the pace, folded
+    if rehearsal.count() and rehearsal.get_attribute("open") is None:
+        rehearsal.locator("summary").click()
     form.locator("input[name=seed]").fill(str(seed))
     form.locator("input[name=sim_cps]").fill("300")
     form.locator("#start-run").click()
@@ -73,6 +76,15 @@ def start_kb_debate(page: Page, base_url: str, kb: Any, *, max_turns: int = 16, 
 
 def console(page: Page) -> Locator:
     return page.locator("#moderator form.console")
+
+
+def open_section(form: Locator, name: str) -> Locator:
+    """Open a section of the console (callouts, deflection, close, press, kb) the way a person does, if it is collapsed."""
+    section = form.locator(f"details.console-section[data-section={name}]")
+    if section.get_attribute("open") is None:
+        section.locator("summary").click()
+    expect(section).to_have_attribute("open", "")
+    return section
 
 
 def entry(page: Page, entry_id: str) -> Locator:
@@ -153,21 +165,24 @@ def test_a_ruling_a_deflection_callout_and_an_approved_downgrade_update_the_page
 
     # A ruling closing the claim on its argument, with the downgrade to refuted it needs, and a deflection callout.
     form.locator("textarea[name=text]").fill(f"Closing {entry_id}; calling out a deflection by {position}.")
+    open_section(form, "close")
     form.locator("select[name=ruling_entry]").select_option(entry_id)
     form.locator("select[name=ruling_arg]").select_option(arg)
     form.locator("select[name=ruling_as]").select_option("refuted")
     form.locator("textarea[name=ruling_justification]").fill(
         f"Traceback of {arg} finds no controlled primary study."
     )
-    form.locator("input[name=ruling_turns]").fill(str(moves["entry"]["turn"]))
+    form.locator(f"input[name=ruling_turns][value='{moves['entry']['turn']}']").check()
+    open_section(form, "kb")
     form.locator("select[name=mutation_arg]").select_option(arg)
     form.locator("select[name=mutation_to]").select_option("refuted")
     form.locator("textarea[name=mutation_justification]").fill(
         f"Turn {moves['entry']['turn']}: the claim rests on an uncontrolled series."
     )
+    open_section(form, "deflection")
     form.locator("select[name=deflection_position]").select_option(position)
-    form.locator("input[name=deflection_args]").fill(cited)
-    form.locator("input[name=deflection_turns]").fill(str(turn))
+    form.locator(f"input[name=deflection_args][value='{cited}']").check()
+    form.locator(f"input[name=deflection_turns][value='{turn}']").check()
     form.locator("select[name=deflection_target]").select_option(target)
     form.get_by_role("button", name="Send moderator turn").click()
 
@@ -255,6 +270,7 @@ def test_a_short_debate_ends_with_the_verdict_and_my_dissent(
     flags = form.locator(".flags li")
     form.locator("textarea[name=text]").fill("Noted; carry on.")
     if flags.count():
+        open_section(form, "callouts")
         kind = flags.first.locator(".callout-type").inner_text()
         form.locator("select[name=callout_type]").select_option(kind if kind != "untraced" else "overreach")
     form.get_by_role("button", name="Send moderator turn").click()

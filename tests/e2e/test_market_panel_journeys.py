@@ -53,13 +53,14 @@ def test_start_a_market_panel_watch_it_and_read_the_trace(
     # Only the panel's fields are shown for this protocol; its simulated branches are on by default.
     expect(form.locator("#market-panel-setup")).to_be_visible()
     expect(form.get_by_label("Analysts")).to_be_hidden()
-    expect(form.get_by_label("Market panel: the second lens's bull misquotes a figure")).to_be_checked()
+    expect(form.get_by_label("The second angle's bull misquotes a figure")).to_be_checked()
     form.get_by_label("Question or topic").fill(TOPIC)
     form.locator("select[name=kb]").select_option(str(market_kb.pk))
     form.get_by_label("Evidence %").fill("40")
     form.get_by_label("Clarity %").fill("10")
     form.get_by_label("Arguments per seat").select_option("2-3")
     form.locator("input[name=backend][value=simulated]").check()
+    form.locator("#rehearsal-options summary").click()  # the seed and the pace are folded away
     form.get_by_label("Seed").fill("5")
     form.get_by_label("Streaming pace").fill("700")
     form.locator("#start-run").click()

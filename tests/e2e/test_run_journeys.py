@@ -42,6 +42,7 @@ def start_run(
     form.locator(f"input[name=examiner][value={examiner}]").check()
     form.get_by_label("Questions per analyst").select_option(str(per_analyst))
     form.locator("input[name=backend][value=simulated]").check()
+    form.locator("#rehearsal-options summary").click()  # the seed and the pace are folded away
     form.get_by_label("Seed").fill(str(seed))
     form.get_by_label("Streaming pace").fill(str(cps))
     form.locator("#start-run").click()
@@ -107,7 +108,7 @@ def test_a_started_run_streams_turns_live_and_completes(
     expect(questions).to_have_attribute("data-status", "committed", timeout=TURN)
     expect(questions.locator(".turn-body.live")).to_have_count(0)
     expect(questions.locator(".cursor")).to_have_count(0)
-    expect(questions.locator("header .badge.status-committed")).to_have_text("committed")
+    expect(questions.locator("header .badge.status-committed")).to_have_text("done")
     committed = Turn.objects.get(run_id=run_id, key="r2/questions/examiner")
     expect(questions.locator(".turn-body li.question")).to_have_count(len(committed.payload["questions"]))
 

@@ -89,6 +89,7 @@ PAGE_HTMX = {
     "hx-trigger",
     "hx-ext",
     "hx-vals",
+    "hx-confirm",
 }
 OWN_SCRIPTS = re.compile(r"^/static/(vendor|disputa)/[\w.-]+\.js$")
 SAFE_URL = re.compile(r"^(https?:|mailto:|#|/)", re.IGNORECASE)

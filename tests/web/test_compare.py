@@ -62,9 +62,11 @@ def test_two_seeds_of_a_cross_examination_side_by_side(make_run, viewer_client):
     settings = element(html, "compare-config-diff", "</table>")
     assert cells(row(settings, "data-setting", "seed")) == ["7", "8"]
     assert 'data-setting="seed" data-differs="true"' in settings
-    assert cells(row(settings, "data-setting", "protocol")) == ["cross-examination", "cross-examination"]
+    assert cells(row(settings, "data-setting", "protocol")) == ["Cross-examination", "Cross-examination"]
     assert 'data-setting="protocol" data-differs' not in settings
-    assert 'data-setting="config: examiner"' in settings
+    assert (
+        'data-setting="config: examiner"' in settings and '<th scope="row">Setting: examiner</th>' in settings
+    )
 
     seats = element(html, "compare-seats", "</table>")
     for summary_a, summary_b in zip(a.outcome["summary"], b.outcome["summary"], strict=True):

@@ -32,8 +32,12 @@ STREAMING = {"cps": 4000}
 
 LOCAL_ORIGIN = b"http://localhost"
 LOCAL_HOST = b"localhost"  # the Host a browser on http://localhost sends
-# A turn appended to the transcript by its turn_started event.
-APPENDED = re.compile(r'hx-swap-oob="beforeend:#transcript">\s*<article [^>]*data-key="([^"]+)"')
+# A turn appended to the transcript by its turn_started event: to its round's list, or starting the round.
+APPENDED = re.compile(
+    r'hx-swap-oob="beforeend:#(?:transcript|round-[\w-]+-turns)">'
+    r'(?:\s*<details class="round"[^>]*>.*?<div class="round-turns"[^>]*>)?\s*<article [^>]*data-key="([^"]+)"',
+    re.S,
+)
 # A turn card (whole, by id) showing the turn committed.
 COMMITTED = re.compile(r'<article [^>]*data-status="committed" data-key="([^"]+)"')
 STATUS = re.compile(r'<section id="run-status"[^>]*data-status="([a-z_]+)" data-seq="(\d+)"')

@@ -220,10 +220,14 @@ class LineagePageTests:
         child = Run.objects.get(parent=run)
         assert response["Location"] == f"/runs/{child.pk}/"
         page = moderator_client.get(f"/runs/{child.pk}/").content.decode()
-        assert "at <code>r2/questions/examiner</code>" in page
+        # The fork point by its speaker and task, linking to the parent's turn; its key only in a data attribute.
+        fork_link = f'href="/runs/{run.pk}/#turn-r2-questions-examiner" data-key="r2/questions/examiner"'
+        assert f"{fork_link}>Examiner: Ask the analysts questions</a>" in page
         assert page.count(f">from parent run {run.pk}</a>") == 4
         parent_page = moderator_client.get(f"/runs/{run.pk}/").content.decode()
-        assert "fork at <code>r2/questions/examiner</code>" in parent_page
+        assert (
+            'fork at <a href="#turn-r2-questions-examiner" data-key="r2/questions/examiner">' in parent_page
+        )
 
     def test_a_refused_fork_returns_to_the_parent_with_the_reason(self, make_run, moderator_client):
         run = make_run()

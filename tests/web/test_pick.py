@@ -17,6 +17,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from debates.engine import registry
 from debates.exports.run_json import run_export_json
 from debates.models import HumanAction, Run, RunEvent
 from debates.selectors.decisions import pick_context
@@ -202,7 +203,7 @@ class RunPagePickTests:
     def test_a_moderator_gets_the_pick_form_on_a_completed_run_with_options(self, moderator_client, judged):
         html = moderator_client.get(f"/runs/{judged.pk}/").content.decode()
         form = section(html, "pick-form")
-        assert f'hx-post="/runs/{judged.pk}/pick/"' in form and 'hx-target="#moderator"' in form
+        assert f'hx-post="/runs/{judged.pk}/pick/"' in form and 'hx-target="#pick"' in form
         assert re.search(r'name="pick" value="A"[^>]* checked', form)  # the judge's pick comes pre-selected
         assert 'name="pick" value="B"' in form
         assert re.search(r"Postgres <span class=\"badge judge-pick\">judge's pick</span>", form)
@@ -229,14 +230,16 @@ class RunPagePickTests:
         assert "Judge's pick: <strong>Postgres</strong>" in block
         assert "No human decision yet." in block and 'data-state="none"' in block
 
-    def test_an_htmx_pick_answers_with_the_moderator_panel_and_everyone_sees_the_decision(
+    def test_an_htmx_pick_answers_with_what_was_recorded_and_everyone_sees_the_decision(
         self, moderator_client, viewer_client, judged
     ):
         response = htmx_pick(moderator_client, judged, "B", REASON)
         assert response.status_code == 200
         panel = response.content.decode()
-        assert panel.lstrip().startswith('<section id="moderator"')
+        assert panel.lstrip().startswith('<section id="pick"')
         assert "Recorded: you override the judge and pick MongoDB." in panel
+        # The form gives way to what was recorded; revising it is one click away.
+        assert '<details class="pick-revise"><summary>Revise your decision</summary>' in panel
         assert "Revise your decision" in section(panel, "pick-form")
         judged.refresh_from_db()
         assert (judged.human_pick, judged.pick_reason) == ("B", REASON)
@@ -486,18 +489,27 @@ class DecisionsPageTests:
             p: re.sub(r"\s+", "", section(html, "override-by-protocol").split(f'data-protocol="{p}">')[1])
             for p in ("comparative", "adversarial")
         }
+        titles = {p: re.sub(r"\s+", "", registry.get(p).title) for p in rows}  # protocols by their titles
         assert rows["comparative"].startswith(
-            "<td>comparative</td><td>3</td><td>1</td><td>2</td><td>0</td><td>1</td>"
+            f"<td>{titles['comparative']}</td><td>3</td><td>1</td><td>2</td><td>0</td><td>1</td>"
         )
         assert '<tdclass="rate">66.7%</td>' in rows["comparative"]
         assert rows["adversarial"].startswith(
-            "<td>adversarial</td><td>2</td><td>1</td><td>0</td><td>1</td><td>0</td>"
+            f"<td>{titles['adversarial']}</td><td>2</td><td>1</td><td>0</td><td>1</td><td>0</td>"
         )
         assert '<tdclass="rate">0.0%</td>' in rows["adversarial"]
 
         row = section(html, f"decision-row-{override.pk}")
         assert f'href="/runs/{override.pk}/#decision"' in row and 'data-state="overrides"' in row
-        for text in ("comparative", "Postgres", "MongoDB", "override", REASON, "mod", "UTC"):
+        for text in (
+            registry.get("comparative").title,
+            "Postgres",
+            "MongoDB",
+            "override",
+            REASON,
+            "mod",
+            "UTC",
+        ):
             assert text in row, text
         assert 'data-state="adjudicated"' in section(html, f"decision-row-{adjudicated.pk}")
         assert len(re.findall(r'id="decision-row-', html)) == 5
@@ -515,3 +527,26 @@ class DecisionsPageTests:
             decided(make_run, moderator, ("comparative", "adversarial")[n % 2], choice, reason=REASON)
         with django_assert_max_num_queries(8):
             assert viewer_client.get("/decisions/").status_code == 200
+
+
+class VerdictReviewTests:
+    """A human's review of a judge's verdict (an outcome's `review`) is a decision too: the Decisions page lists it,
+    dissents first."""
+
+    def test_a_dissent_and_an_acceptance_are_listed_dissent_first(self, viewer_client, make_run):
+        accepted, dissented = make_run(), make_run()
+        for run, review in (
+            (accepted, {"decision": "accept", "text": ""}),
+            (dissented, {"decision": "dissent", "text": "The engagement claim ignores the orbiting edges."}),
+        ):
+            Run.objects.filter(pk=run.pk).update(
+                status="completed", outcome={"review": review}, finished_at=timezone.now()
+            )
+        html = viewer_client.get("/decisions/").content.decode()
+        table = section(html, "verdict-reviews-table")
+        rows = re.findall(r'<tr id="review-row-(\d+)" data-decision="(\w+)">', table)
+        assert rows == [(str(dissented.pk), "dissent"), (str(accepted.pk), "accept")]
+        assert "The engagement claim ignores the orbiting edges." in table
+
+    def test_no_reviews_no_section(self, viewer_client, judged):
+        assert 'id="verdict-reviews"' not in viewer_client.get("/decisions/").content.decode()

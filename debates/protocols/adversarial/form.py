@@ -20,26 +20,26 @@ class AdversarialForm(FormSection):
         required=False,
         initial="RFC",
         label="What is reviewed",
-        help_text="The artifact under review is the material above (an RFC, a plan, a proposal…).",
+        help_text="The kind of document in the material box: an RFC, a design, a plan, a proposal…",
     )
     framework = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
         required=False,
-        label="Evaluation framework (optional)",
-        help_text="One criterion per line, e.g. 'Rollback plan exists'.",
+        label="Review criteria (optional)",
+        help_text="One per line, e.g. 'Rollback plan exists': both sides argue against them.",
     )
     sim_adv_concerns = forms.ChoiceField(
         choices=[
             ("mixed", "Mixed severities"),
             ("severe", "Severe: the judge rejects"),
-            ("mild", "Mild: the judge approves, the challenge looks performative"),
+            ("mild", "Mild: the judge approves, and the challenge looks like going through the motions"),
         ],
         initial="mixed",
         required=False,
-        label="Adversarial: the challenger's concerns",
+        label="How serious the challenger's concerns are",
     )
     sim_adv_softeners = forms.BooleanField(
-        required=False, label="Adversarial: the challenger softens a concern"
+        required=False, label='The challenger softens a concern ("minor nitpick"; flagged)'
     )
 
     def config(self, data: dict[str, Any]) -> dict[str, Any] | None:

@@ -20,7 +20,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from debates import demo as demo_values
 from debates.contract import (
+    DemoStart,
     Done,
     ExportFormat,
     Plan,
@@ -160,7 +162,7 @@ def _quote_errors(items: Sequence[tuple[str, str]], material: str, artifact: str
 @register
 class Adversarial(Protocol[AdversarialConfig]):
     name = "adversarial"
-    title = "Adversarial review (advocate vs challenger)"
+    title = "Adversarial review (an advocate against a challenger)"
     task_labels = {
         "case": "Make the case",
         "concerns": "Raise the concerns",
@@ -180,6 +182,18 @@ class Adversarial(Protocol[AdversarialConfig]):
         Stage("done", "Competitive review"),
     )
     form = "debates.protocols.adversarial.form.AdversarialForm"
+    purpose = (
+        "An advocate makes the best honest case that a document (an RFC, a design, a plan) is ready, while a "
+        "challenger raises its five most serious concerns, each quoting the text; a judge weighs both and says "
+        "approve or reject, and you confirm or override."
+    )
+    when_to_use = "You want a document reviewed hard, from both sides, before you approve it."
+    demo = DemoStart(
+        topic=demo_values.DEMO_REVIEW_TOPIC,
+        material=demo_values.DEMO_REVIEW_MATERIAL,
+        config={"artifact_type": "RFC"},
+        options={"concerns": "mixed"},
+    )
     export_formats = (
         ExportFormat(
             "brief",

@@ -43,34 +43,44 @@ class ComparativeForm(FormSection):
         choices=[(t, t.capitalize()) for t in DECISION_TYPES],
         initial=demo.DEMO_COMPARISON["decision_type"],
         required=False,
-        help_text="Pre-fills the default criteria for this kind of decision.",
+        help_text="Fills the criteria box with the usual criteria for this kind of decision.",
     )
     criteria = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 7}),
         required=False,
         initial=criteria_text(default_criteria(str(demo.DEMO_COMPARISON["decision_type"]))),
-        help_text="One per line: 'Criterion | High', 'Medium' or 'Low' (weights 3 / 2 / 1). Add, remove and "
-        "re-weight freely.",
+        help_text="What the judge scores, one per line: 'Criterion | High', 'Medium' or 'Low' (counting 3, 2 or "
+        "1 times). Add, remove and re-weight freely.",
     )
     evidence_a = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
         required=False,
         label="Evidence for A",
-        help_text="One source per line: 'Source | Type | Summary' (type: Doc, Web, Slack, Email, Interview…).",
+        help_text="Optional. One source per line: 'Source | Type | Summary' (type: Doc, Web, Slack, Email, "
+        "Interview…).",
     )
     evidence_b = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3}), required=False, label="Evidence for B"
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        label="Evidence for B",
+        help_text="Optional, as for A.",
     )
     evidence_both = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 2}), required=False, label="Evidence bearing on both"
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        label="Evidence bearing on both",
+        help_text="Optional, as for A.",
     )
     stakeholders = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
         required=False,
-        help_text="One per line: 'Name | Known position | stated or inferred | notes'.",
+        help_text="Optional: who cares about the decision. One per line: 'Name | Known position | stated or "
+        "inferred | notes'.",
     )
     evidence_gaps = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 2}), required=False, help_text="One gap per line."
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        help_text="Optional: what you know you do not know, one per line. The judge weighs it.",
     )
     evidence_review = forms.BooleanField(
         required=False,
@@ -89,11 +99,15 @@ class ComparativeForm(FormSection):
         label="Mode",
     )
     sim_fail_rebuttal = forms.BooleanField(
-        required=False, label="Comparative: advocate B's rebuttal fails (team → subagent)"
+        required=False, label="Advocate B's rebuttal fails (the debate carries on without rebuttals)"
     )
-    sim_fail_judge = forms.BooleanField(required=False, label="Comparative: the judge fails (raw outputs)")
-    sim_judge_slip = forms.BooleanField(required=False, label="Comparative: the judge's arithmetic slips")
-    sim_hedge = forms.BooleanField(required=False, label="Comparative: advocate B hedges")
+    sim_fail_judge = forms.BooleanField(
+        required=False, label="The judge fails (both advocates' outputs are shown side by side)"
+    )
+    sim_judge_slip = forms.BooleanField(
+        required=False, label="The judge's arithmetic slips (Disputa flags the mismatch)"
+    )
+    sim_hedge = forms.BooleanField(required=False, label='Advocate B hedges ("it depends"; flagged)')
 
     def field_refresh(self, name: str, query: Mapping[str, str]) -> tuple[str, str] | None:
         """The criteria box for a decision type: its default criteria, unless the user has edited the box (then

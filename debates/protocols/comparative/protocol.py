@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from debates import demo as demo_values
 from debates.contract import (
+    DemoStart,
     Done,
     ExportFormat,
     Plan,
@@ -437,7 +439,7 @@ class Setup:
 @register
 class Comparative(Protocol[ComparativeConfig]):
     name = "comparative"
-    title = "Comparative (weighted scorecard)"
+    title = "Comparison of two options (weighted scorecard)"
     task_labels = {
         "opening": "Argue for an option",
         "rebuttal": "Rebut the other options",
@@ -462,6 +464,20 @@ class Comparative(Protocol[ComparativeConfig]):
     form = "debates.protocols.comparative.form.ComparativeForm"
     # Headless: the evidence-review gate proceeds; the options come from --config '{"options": ["X", "Y"]}'.
     headless_config = {"evidence_review": "proceed"}
+    purpose = (
+        "Two advocates argue for two options against criteria you weight, then rebut each other's claims; a "
+        "judge scores every criterion from 1 to 5 and recommends one. Disputa re-checks the judge's arithmetic, "
+        "and you pick the winner."
+    )
+    when_to_use = (
+        "You must choose between two options (a vendor, an architecture, a tool, a strategy) and want the "
+        "trade-offs laid out criterion by criterion."
+    )
+    demo = DemoStart(
+        topic=demo_values.DEMO_COMPARISON_TOPIC,
+        material=demo_values.DEMO_COMPARISON_MATERIAL,
+        config={**demo_values.DEMO_COMPARISON, "evidence_review": "proceed"},
+    )
     export_formats = (
         ExportFormat(
             "brief",

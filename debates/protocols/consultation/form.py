@@ -27,7 +27,8 @@ class ConsultationForm(FormSection):
         required=False,
         initial="\n".join(f"{name}: {lens}" for name, lens in DEFAULT_AGENTS),
         label="Agents (2–5)",
-        help_text="One per line: 'Name: lens'. A judge synthesises their answers.",
+        help_text="One per line as 'Name: angle', e.g. 'Architect: structure and maintainability'. A judge, "
+        "added for you, sums up their answers.",
     )
     cons_mode = forms.ChoiceField(
         choices=[
@@ -45,10 +46,16 @@ class ConsultationForm(FormSection):
         initial=0.90,
         required=False,
         label="Early-stop threshold",
-        help_text="Converge mode stops after Round 2 at this mean consensus confidence (unless rubber-stamped).",
+        help_text="In converge mode the consultation ends after round 2 when the agents' average confidence in "
+        "the consensus reaches this (0.5–1), unless they agree without real reasons (rubber-stamping).",
     )
     cons_rounds = forms.TypedChoiceField(
-        choices=[(4, "4: full"), (3, "3: no verdict"), (2, "2: quick"), (1, "1: independent answers only")],
+        choices=[
+            (4, "4: full (answers, synthesis, challenges, verdict)"),
+            (3, "3: no verdict"),
+            (2, "2: quick (answers and synthesis)"),
+            (1, "1: independent answers only"),
+        ],
         coerce=int,
         initial=4,
         required=False,
@@ -61,22 +68,20 @@ class ConsultationForm(FormSection):
         error_messages=USD_ERRORS,
         required=False,
         label="Auto-approve under (USD)",
-        help_text="The estimated cost a run starts at without your consent; 0 always asks. Blank: the site "
-        "default. Simulated runs get a nominal estimate so the gate can be tried.",
+        help_text="A run whose estimated cost is at most this starts without asking you; 0 always asks. Blank: "
+        "the site's default. Simulated runs get a nominal estimate, so you can try the question.",
     )
     sim_cons_consensus = forms.ChoiceField(
         choices=[
-            ("mixed", "Mixed: real tensions (one invalid, dropped), dissent in the verdict"),
-            ("strong", "Strong: converge mode stops early after Round 2"),
-            ("rubber_stamp", "Rubber stamp: identical answers; the early stop is blocked"),
+            ("mixed", "Mixed: real disagreements (one invalid, dropped), dissent in the verdict"),
+            ("strong", "Strong: converge mode stops early after round 2"),
+            ("rubber_stamp", "Rubber stamp: identical answers, so the early stop is blocked"),
         ],
         initial="mixed",
         required=False,
-        label="Consultation: the agents' agreement",
+        label="How much the simulated agents agree",
     )
-    sim_cons_fail_agent = forms.BooleanField(
-        required=False, label="Consultation: the last agent fails in Round 1"
-    )
+    sim_cons_fail_agent = forms.BooleanField(required=False, label="The last agent fails in round 1")
 
     def config(self, data: dict[str, Any]) -> dict[str, Any] | None:
         agents = []

@@ -26,7 +26,9 @@ from typing import Any, Literal
 from django.utils.text import slugify
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from debates import demo as demo_values
 from debates.contract import (
+    DemoStart,
     Done,
     Effects,
     ExportFormat,
@@ -309,7 +311,7 @@ ARTIFACT_TYPES = {
 @register
 class Consultation(Protocol[ConsultationConfig]):
     name = "consultation"
-    title = "Consultation (4 rounds: independent, synthesis, cross-exam, verdict)"
+    title = "Consultation (a panel of experts, then a verdict)"
     task_labels = {
         "independent": "Give an independent position",
         "synthesis": "Synthesise the positions",
@@ -335,6 +337,21 @@ class Consultation(Protocol[ConsultationConfig]):
     # The default panel in converge mode. Its cost gate: a simulated run's nominal estimate is approved (it costs
     # nothing); a paid run above the auto-approve amount needs --yes, as the seed's non-interactive mode.
     headless_config = {"mode": "converge"}
+    purpose = (
+        "Two to five experts answer a question on their own; a judge finds where they agree and where they "
+        "disagree, lets them challenge that summary, and gives one recommendation with the dissent, or a menu of "
+        "options for you to pick from. The cost is estimated before anything is spent."
+    )
+    when_to_use = (
+        "You want a considered answer from several points of view (security, architecture, delivery…) rather "
+        "than one model's opinion."
+    )
+    demo = DemoStart(
+        topic=demo_values.DEMO_CONSULTATION_TOPIC,
+        material=demo_values.DEMO_COMPARISON_MATERIAL,
+        config=headless_config,
+        options={"consensus": "mixed"},
+    )
     export_formats = (
         ExportFormat(
             "artifacts",

@@ -15,10 +15,10 @@ DEFAULT_ANALYSTS = (
     "Ada: economic costs and benefits\nBo: risks and second-order effects\nCy: evidence quality"
 )
 ANSWER_STYLES = [
-    ("mixed", "Mixed: defend strong claims, concede weak ones, sometimes deflect"),
-    ("defend", "Always defend"),
+    ("mixed", "Mixed: defend strong claims, concede weak ones, sometimes dodge"),
+    ("defend", "Always defend with evidence"),
     ("concede", "Always concede"),
-    ("deflect", "Always deflect (restate without evidence)"),
+    ("deflect", "Always dodge (restate the claim without evidence)"),
 ]
 
 
@@ -47,20 +47,27 @@ class CrossExaminationForm(FormSection):
         widget=forms.Textarea(attrs={"rows": 4}),
         initial=DEFAULT_ANALYSTS,
         required=False,
-        help_text="One analyst per line: 'Name: lens'. Up to 6.",
+        help_text="One per line as 'Name: angle', e.g. 'Ada: costs and benefits'. Each studies the question from "
+        "that angle on their own; up to 6.",
     )
     examiner = forms.ChoiceField(
-        choices=[("agent", "An agent"), ("human", "Me (the logged-in moderator)")],
+        choices=[("agent", "An agent"), ("human", "Me: I ask the questions and classify the answers")],
         initial="agent",
         widget=forms.RadioSelect,
+        help_text="The examiner questions each analyst on a claim they made, then says whether each answer "
+        "defended the claim, conceded it or dodged.",
     )
     questions_per_analyst = forms.TypedChoiceField(
         choices=[(2, "2"), (3, "3")], coerce=int, initial=3, label="Questions per analyst"
     )
-    sim_answers = forms.ChoiceField(choices=ANSWER_STYLES, initial="mixed", label="Simulated answers")
-    sim_fail_analyst = forms.BooleanField(required=False, label="One analyst fails (analysis)")
-    sim_no_questions = forms.BooleanField(required=False, label="Examiner produces no questions")
-    sim_fail_assessment = forms.BooleanField(required=False, label="Examiner's assessment fails")
+    sim_answers = forms.ChoiceField(
+        choices=ANSWER_STYLES, initial="mixed", label="Simulated answers to the examiner"
+    )
+    sim_fail_analyst = forms.BooleanField(required=False, label="The last analyst's analysis fails")
+    sim_no_questions = forms.BooleanField(required=False, label="The examiner asks no questions")
+    sim_fail_assessment = forms.BooleanField(
+        required=False, label="The examiner's final classification fails"
+    )
 
     def config(self, data: dict[str, Any]) -> dict[str, Any] | None:
         try:

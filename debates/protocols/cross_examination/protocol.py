@@ -11,8 +11,19 @@ from typing import Any, Literal
 from django.utils.text import slugify
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from debates import demo
-from debates.contract import Done, Plan, Protocol, RunView, SeatSignals, SeatSpec, Stage, Step, Steps
+from debates import demo as demo_values
+from debates.contract import (
+    DemoStart,
+    Done,
+    Plan,
+    Protocol,
+    RunView,
+    SeatSignals,
+    SeatSpec,
+    Stage,
+    Step,
+    Steps,
+)
 from debates.engine.registry import register
 from debates.protocols.cross_examination import schema, signals
 
@@ -89,7 +100,21 @@ class CrossExamination(Protocol[CrossExaminationConfig]):
     )
     form = "debates.protocols.cross_examination.form.CrossExaminationForm"
     form_default = True
-    headless_config = {"analysts": demo.DEMO_ANALYSTS, "examiner": "agent", "questions_per_analyst": 3}
+    headless_config = {"analysts": demo_values.DEMO_ANALYSTS, "examiner": "agent", "questions_per_analyst": 3}
+    purpose = (
+        "Several analysts study the same question on their own, each from an angle; an examiner then questions "
+        "each of them on a claim they made, and every answer must back the claim with evidence or concede it."
+    )
+    when_to_use = (
+        "You want analyses of one question stress-tested, and to see which claims survive questioning. You can "
+        "take the examiner's seat yourself."
+    )
+    demo = DemoStart(
+        topic=demo_values.DEMO_TOPIC,
+        material=demo_values.DEMO_MATERIAL,
+        config=headless_config,
+        options={"answers": "mixed"},
+    )
 
     def seat_signals(
         self,

@@ -14,11 +14,15 @@ class KbDebateForm(FormSection):
     template = "debates/protocols/forms/kb_debate.html"
 
     kb_moderator = forms.ChoiceField(
-        choices=[("agent", "An agent"), ("human", "Me (the logged-in moderator)")],
+        choices=[
+            ("agent", "An agent"),
+            ("human", "Me: I rule on claims and call out dodges from the run page"),
+        ],
         initial="agent",
         required=False,
         widget=forms.RadioSelect,
         label="Moderator",
+        help_text="The moderator presses the debaters, calls out evasions and rules which claims are settled.",
     )
     max_turns = forms.IntegerField(
         min_value=4,
@@ -26,12 +30,13 @@ class KbDebateForm(FormSection):
         initial=16,
         required=False,
         label="Debate turns at most",
-        help_text="Openings included; aim for 12+.",
+        help_text="Opening statements included; 12 or more leaves room for the moderator to rule.",
     )
     auto_approve = forms.BooleanField(
         required=False,
-        label="Apply proposed KB changes without the approval inbox",
-        help_text="Still only through the discipline: downgrade only, logged, never deleting.",
+        label="Apply proposed knowledge-base changes without asking me",
+        help_text="Debaters may propose lowering an argument's rating. Unticked, each proposal waits for a "
+        "moderator's approval; either way ratings only go down, every change is logged and nothing is deleted.",
     )
 
     def config(self, data: dict[str, Any]) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from debates.engine.view import run_view_load
 from debates.models import turn_dom_id
-from debates.protocols.kb_debate.ledger import KbDebateConfig, ledger_build
+from debates.protocols.kb_debate.ledger import KbDebateConfig, TurnInfo, ledger_build
 
 if TYPE_CHECKING:
     from debates.models import Run
@@ -17,6 +17,22 @@ ORBIT_VERBS = {
     "scope-mismatch-with": "scope-mismatches",
     "tangential-to": "is tangential to",
 }
+
+
+def turn_label(turn: TurnInfo) -> str:
+    """A turn as the console's pickers list it: number, speaker and move ("3 · pro-pricing, rebut L-002")."""
+    if turn.task == "turn":
+        payload = turn.payload or {}
+        answered = (payload.get("responds_to") or {}).get("entry") or ""
+        what = f"{payload.get('move') or 'turn'} {answered}".strip()
+    else:
+        what = {"verdict-review": "verdict review"}.get(turn.task, turn.task)
+    speaker = turn.position or turn.seat
+    return (
+        f"{turn.number} · {what}"
+        if speaker in ("moderator", "orchestrator")
+        else f"{turn.number} · {speaker}, {what}"
+    )
 
 
 def kb_debate_context(run: Run) -> dict[str, Any] | None:
@@ -66,8 +82,15 @@ def kb_debate_context(run: Run) -> dict[str, Any] | None:
                 "seat": t.seat,
                 "task": t.task,
                 "position": t.position,
+                "committed": t.status == "committed",
+                "label": turn_label(t),
             }
             for t in ledger.turns
+        },
+        # Which arguments each position cited in which turn (the console's deflection picker).
+        "cited": {
+            position: {n: sorted(args) for n, args in sorted(by_turn.items())}
+            for position, by_turn in ledger.cited.items()
         },
         "by_key": {t.key: t.number for t in ledger.turns},
         "positions": list(config.positions),

@@ -5,13 +5,14 @@ verdict code checks against the ledger and the engagement edges. Every rule of t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from debates import demo as demo_values
 from debates.contract import (
+    DemoStart,
     Done,
     Effects,
     ExportFormat,
@@ -29,8 +30,8 @@ from debates.contract import (
 )
 from debates.engine.registry import register
 from debates.protocols.kb_debate import exports, schema, signals
+from debates.protocols.kb_debate.console import closure_fixes, moderator_payload
 from debates.protocols.kb_debate.ledger import (
-    DEAD,
     DEBATE_TASKS,
     FAILURES_IN_A_ROW,
     LIVE,
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
 @register
 class KbDebate(Protocol[KbDebateConfig]):
     name = "kb-debate"
-    title = "KB debate (adversarial, seed 002)"
+    title = "Knowledge-base debate (sides argue from a curated KB)"
     task_labels = {
         "opening": "Open the debate",
         "turn": "Debate turn",
@@ -86,6 +87,21 @@ class KbDebate(Protocol[KbDebateConfig]):
     form = "debates.protocols.kb_debate.form.KbDebateForm"
     # Headless: no human at the moderator's seat, and proposed KB changes are applied through the discipline.
     headless_config = {"moderator": "agent", "auto_approve": True}
+    purpose = (
+        "One debater per side of a knowledge base argues turn by turn, citing its arguments by id; a moderator "
+        "keeps them on the open points of a claims ledger, and a synthesis says whose case is better grounded. "
+        "Changes they propose to the knowledge base (downgrades only) wait for your approval."
+    )
+    when_to_use = (
+        "You have a curated knowledge base with two or more positions and want to know which side's evidence "
+        "holds up under attack."
+    )
+    # The demo: an agent moderates, and the KB changes the debaters propose wait in the approval inbox.
+    demo = DemoStart(
+        topic=demo_values.DEMO_KB_DEBATE_TOPIC,
+        kb="congestion-pricing",
+        config={"moderator": "agent", "auto_approve": False},
+    )
     export_formats = (
         ExportFormat(
             "run-dir",
@@ -507,7 +523,14 @@ class KbDebate(Protocol[KbDebateConfig]):
     ) -> list[str]:
         errors = []
         number = int(step.context["turn"])
-        downgraded = {m.arg_id for m in payload.mutations if m.kind == "status-downgrade" and m.to in DEAD}
+        needs = {
+            fix.index: fix
+            for fix in closure_fixes(
+                [r.model_dump() for r in payload.rulings],
+                [m.model_dump() for m in payload.mutations],
+                {a: arg.status for a, arg in kb.arguments.items()},
+            )
+        }
         for index, press in enumerate(payload.presses):
             if press.entry not in ledger.entries:
                 errors.append(f"presses[{index}].entry: no ledger entry {press.entry}")
@@ -521,11 +544,11 @@ class KbDebate(Protocol[KbDebateConfig]):
                 errors.append(f"{where}: {entry.id} is closed already")
             if ruling.arg_id not in entry.args:
                 errors.append(f"{where}.arg_id: {entry.id} does not cite {ruling.arg_id}")
-            status = kb.arguments[ruling.arg_id].status if ruling.arg_id in kb.arguments else ""
-            if status not in DEAD and ruling.arg_id not in downgraded:
+            fix = needs.get(index)
+            if fix is not None:
                 errors.append(
-                    f"{where}: closing needs {ruling.arg_id} rated refuted or baseless — it is {status or 'unknown'}; "
-                    "propose the matching status-downgrade in this turn"
+                    f"{where}: closing needs {ruling.arg_id} rated refuted or baseless — it is "
+                    f"{fix.status or 'unknown'}; propose {fix.arg_id} → {fix.to} in this turn"
                 )
             late = [t for t in ruling.turns if t >= number]
             if late:
@@ -590,69 +613,12 @@ class KbDebate(Protocol[KbDebateConfig]):
             )
 
     def human_payload(self, step: Step, data: Mapping[str, Any]) -> dict[str, Any]:
-        def text(name: str) -> str:
-            return str(data.get(name, "")).strip()
-
-        def numbers(name: str) -> list[int]:
-            return [int(n) for n in re.findall(r"\d+", text(name))]
-
-        def ids(name: str) -> list[str]:
-            return re.findall(r"arg-\d{3,}", text(name))
-
         if step.task == "verdict-review":
-            return {"decision": text("decision"), "text": text("text")}
-        payload: dict[str, Any] = {"text": text("text") or "(no summary)"}
-        if text("press_entry"):
-            payload["presses"] = [
-                {"entry": text("press_entry"), "text": text("press_text") or "Press this claim."}
-            ]
-        if text("callout_type"):
-            payload["callouts"] = [
-                {
-                    "type": text("callout_type"),
-                    "position": text("callout_position"),
-                    "turn": (numbers("callout_turn") or [1])[0],
-                    "text": text("callout_text") or text("callout_type"),
-                }
-            ]
-        if text("deflection_position"):
-            payload["deflections"] = [
-                {
-                    "position": text("deflection_position"),
-                    "cited_args": ids("deflection_args"),
-                    "turns": numbers("deflection_turns"),
-                    "target_arg": text("deflection_target"),
-                    "text": text("deflection_text"),
-                }
-            ]
-        if text("ruling_entry"):
-            payload["rulings"] = [
-                {
-                    "entry": text("ruling_entry"),
-                    "arg_id": text("ruling_arg"),
-                    "closed_as": text("ruling_as"),
-                    "justification": text("ruling_justification"),
-                    "turns": numbers("ruling_turns"),
-                }
-            ]
-        if text("objection_entry"):
-            payload["objection_decisions"] = [
-                {
-                    "entry": text("objection_entry"),
-                    "decision": text("objection_decision"),
-                    "text": text("objection_text") or text("objection_decision"),
-                }
-            ]
-        if text("mutation_arg"):
-            payload["mutations"] = [
-                {
-                    "kind": "status-downgrade",
-                    "arg_id": text("mutation_arg"),
-                    "to": text("mutation_to"),
-                    "justification": text("mutation_justification") or "Moderator's ruling.",
-                }
-            ]
-        return payload
+            return {
+                "decision": str(data.get("decision", "")).strip(),
+                "text": str(data.get("text", "")).strip(),
+            }
+        return moderator_payload(data)
 
 
 def _reference_errors(kb: KbView, where: str, args: list[str], sources: list[str]) -> list[str]:

@@ -29,8 +29,9 @@ class MarketPanelForm(FormSection):
         initial=list(DEFAULT_LENSES),
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        label="Lenses",
-        help_text="Each lens seats a bull and a bear (e.g. tech_bull, tech_bear) who cross-examine each other.",
+        label="Angles of analysis (lenses)",
+        help_text="Each angle seats a bull and a bear (named e.g. tech_bull and tech_bear) who read only their "
+        "slice of the data and challenge each other.",
     )
     mp_weight_logic = forms.IntegerField(
         min_value=0, max_value=100, initial=30, required=False, label="Logic %"
@@ -46,7 +47,7 @@ class MarketPanelForm(FormSection):
     )
     mp_arguments = forms.ChoiceField(
         choices=[
-            ("2-4", "2–4 (the seed)"),
+            ("2-4", "2–4 (the default)"),
             ("2-3", "2–3"),
             ("3-4", "3–4"),
             ("2-2", "exactly 2"),
@@ -60,18 +61,21 @@ class MarketPanelForm(FormSection):
     mp_slices = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
         required=False,
-        label="Slices (optional)",
-        help_text="One lens per line: 'lens: path, path' (dotted paths of the data KB). Blank: technical = indices, "
-        "technicals; fundamental = fundamentals, sectors; macro = macro, global_markets; sentiment = sentiment.",
+        label="Data each angle reads (optional)",
+        help_text="One angle per line: 'angle: path, path' (dotted paths into the data knowledge base). Blank: "
+        "technical reads indices and technicals; fundamental reads fundamentals and sectors; macro reads macro "
+        "and global_markets; sentiment reads sentiment.",
     )
     sim_mp_handshake = forms.BooleanField(
-        required=False, initial=True, label="Market panel: the last lens's pair shakes hands (flagged)"
+        required=False,
+        initial=True,
+        label="The last angle's bull and bear go easy on each other (flagged as a handshake)",
     )
     sim_mp_misquote = forms.BooleanField(
-        required=False, initial=True, label="Market panel: the second lens's bull misquotes a figure"
+        required=False, initial=True, label="The second angle's bull misquotes a figure (flagged)"
     )
     sim_mp_judge_slip = forms.BooleanField(
-        required=False, label="Market panel: the judge's weighted score slips"
+        required=False, label="The judge's weighted score slips (Disputa flags the mismatch)"
     )
 
     def config(self, data: dict[str, Any]) -> dict[str, Any] | None:

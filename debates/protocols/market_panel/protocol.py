@@ -26,7 +26,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from debates.contract import Done, Plan, Protocol, RunView, SeatSignals, SeatSpec, Stage, Step, Steps
+from debates import demo as demo_values
+from debates.contract import (
+    DemoStart,
+    Done,
+    Plan,
+    Protocol,
+    RunView,
+    SeatSignals,
+    SeatSpec,
+    Stage,
+    Step,
+    Steps,
+)
 from debates.engine.registry import register
 from debates.protocols.fallback import failure_reason
 from debates.protocols.market_panel import schema, signals
@@ -360,7 +372,7 @@ class Board:
 @register
 class MarketPanel(Protocol[MarketPanelConfig]):
     name = "market-panel"
-    title = "Market panel (lens × stance on a data KB)"
+    title = "Market panel (bulls and bears on market data)"
     task_labels = {
         "opening": "Open with a view",
         "cross": "Challenge another panellist",
@@ -385,6 +397,20 @@ class MarketPanel(Protocol[MarketPanelConfig]):
     form = "debates.protocols.market_panel.form.MarketPanelForm"
     # Needs --kb with a data KB (e.g. market-2026-q4); slices default to the sections that KB has.
     headless_config = {"lenses": ["technical", "fundamental", "macro", "sentiment"], "arguments_max": 4}
+    purpose = (
+        "For each angle of analysis (technical, fundamental, macro, sentiment) a bull and a bear argue from their "
+        "own slice of a market data set, challenge each other and close; a judge scores every argument. Disputa "
+        "checks every quoted figure against the data and recomputes the judge's scores."
+    )
+    when_to_use = (
+        "You have a data set (prices, indicators, surveys) and want its bullish and bearish readings tested "
+        "against the numbers."
+    )
+    demo = DemoStart(
+        topic=demo_values.DEMO_MARKET_TOPIC,
+        kb="market-2026-q4",
+        config=headless_config,
+    )
 
     def seat_signals(
         self,

@@ -8,16 +8,18 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotFound
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from pydantic import ValidationError
 
+from debates.engine import registry
 from debates.models import Run
 from debates.platform.conf import conf
 from debates.selectors import runs as selectors
 from debates.selectors.archive import VERDICT_LABELS, archive_page
-from debates.selectors.cards import run_turn_cards
-from debates.selectors.decisions import override_stats
+from debates.selectors.cards import run_turn_cards, transcript_rounds
+from debates.selectors.decisions import override_stats, pick_form_context, verdict_reviews
 from debates.selectors.panels import moderator_context, run_panels, run_protocol_context
 from debates.services import mutations, quotas, turns
 from debates.services import runs as services
@@ -31,8 +33,9 @@ RUN_TEMPLATE = "debates/run_detail.html"
 @require_GET
 @login_required
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
-    """The archive: every run, filtered by GET parameters and paginated (debates.selectors.archive); htmx requests (the
-    filters, the pages, the 2 s live-status poll) get the table alone."""
+    """The home page: what Disputa does and the protocols as cards (each starts its demo run: views.home.run_demo),
+    then the archive: every run, filtered by GET parameters and paginated (debates.selectors.archive); htmx requests
+    (the filters, the pages, the 2 s live-status poll) get the table alone."""
 
     archive = archive_page(request.GET, request.GET.get("page") or 1)
     template = "debates/run_list.html#archive-table" if request.htmx else "debates/run_list.html"
@@ -40,6 +43,7 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
         "archive": archive,
         "verdict_labels": VERDICT_LABELS,
         "can_moderate": selectors.user_can_moderate(request.user),
+        "protocols": [] if request.htmx else registry.all_protocols(),
     }
     return render(request, template, context)
 
@@ -48,7 +52,8 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 @permission_required("debates.moderate", raise_exception=True)
 def run_new(request: HttpRequest) -> HttpResponse:
-    form = RunForm(request.POST or None)
+    """The new-run form; `?protocol=<name>` chooses the protocol (the home page's cards link here)."""
+    form = RunForm(request.POST or None, initial=RunForm.initial_for(request.GET))
     error = ""
     refusal = quotas.run_start_refusal(request.user) if request.method == "POST" else None
     if refusal:
@@ -91,6 +96,15 @@ def run_new_criteria(request: HttpRequest) -> HttpResponse:
     return render(request, "debates/run_new.html#criteria-field", {"form": form, "criteria_note": note})
 
 
+# What each control did, said where the moderator's focus goes after the click.
+CONTROL_DONE = {
+    "pause": "Pause requested: the run stops once the turns in flight are done.",
+    "resume": "Resumed: the run goes on.",
+    "step": "One turn runs, then the run pauses again.",
+    "cancel": "Cancelled: the turns in flight stop, and the run ends here.",
+}
+
+
 @require_GET
 @login_required
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
@@ -99,7 +113,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     context = {
         **selectors.cost_context(run),
         **selectors.run_status_context(run),
-        "cards": run_turn_cards(run, kb=kb, from_cache=True),
+        "rounds": transcript_rounds(run, run_turn_cards(run, kb=kb, from_cache=True)),
         **moderator_context(run, request.user, kb=kb),
         "extra_panels": run_panels(run, request.user, kb=kb),
     }
@@ -122,7 +136,12 @@ def _moderator_response(
         "message": message,
     }
     if request.htmx:
-        return render(request, f"{RUN_TEMPLATE}#moderator", context, status=status)
+        response = render(request, f"{RUN_TEMPLATE}#moderator", context, status=status)
+        # The confirmation, out of band: it stays when the next live frame replaces the panel.
+        response.content += render_to_string(
+            f"{RUN_TEMPLATE}#confirmation", {"message": message, "oob": True}, request=request
+        ).encode()
+        return response
     return redirect("run-detail", run_id=run.pk)
 
 
@@ -133,9 +152,25 @@ def _refused(
     return _moderator_response(request, run_id, message=str(refused))
 
 
+def _pick_response(
+    request: HtmxHttpRequest, run_id: int, *, message: str = "", error: str = ""
+) -> HttpResponse:
+    """The decision slot above the outcome as the pick left it (htmx): what was recorded, or the form again saying
+    what went wrong with what was posted; or back to the run page."""
+    if not request.htmx:
+        return redirect("run-detail", run_id=run_id)
+    run = Run.objects.get(pk=run_id)
+    context = {
+        "run": run,
+        "pick_form": pick_form_context(run, values=request.POST if error else None, error=error),
+        "pick_message": message,
+    }
+    return render(request, f"{RUN_TEMPLATE}#pick", context)
+
+
 def _pick_refused(request: HtmxHttpRequest, refused: services.ActionRefused, run_id: int) -> HttpResponse:
     """200: htmx swaps only successful answers, and the pick form says what went wrong."""
-    return _moderator_response(request, run_id, pick_error=str(refused))
+    return _pick_response(request, run_id, error=str(refused))
 
 
 def _client_uuid(request: HttpRequest) -> uuid.UUID | None:
@@ -151,7 +186,7 @@ def _client_uuid(request: HttpRequest) -> uuid.UUID | None:
 def run_control(request: HtmxHttpRequest, run_id: int, action: str) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id)
     services.run_control(run_id=run.pk, action=action, user=request.user, client_uuid=_client_uuid(request))
-    return _moderator_response(request, run.pk)
+    return _moderator_response(request, run.pk, message=CONTROL_DONE.get(action, ""))
 
 
 @moderator_action("take a seat in a run", refused=_refused)
@@ -192,7 +227,7 @@ def run_pick(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         client_uuid=_client_uuid(request),
     )
     if not applied:
-        return _moderator_response(request, run.pk, message="This decision was recorded already.")
+        return _pick_response(request, run.pk, message="This decision was recorded already.")
     run.refresh_from_db()
     pick = run.human_pick_label
     if run.pick_overrides:
@@ -201,14 +236,14 @@ def run_pick(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         message = f"Recorded: you agree with the judge ({pick})."
     else:
         message = f"Recorded: you adjudicated for {pick}."
-    return _moderator_response(request, run.pk, message=message)
+    return _pick_response(request, run.pk, message=message)
 
 
 @require_GET
 @login_required
 def decisions(request: HttpRequest) -> HttpResponse:
     """How often humans overrode the judge, overall and per protocol, with the decisions and their reasons."""
-    return render(request, "debates/decisions.html", override_stats())
+    return render(request, "debates/decisions.html", {**override_stats(), "reviews": verdict_reviews()})
 
 
 @moderator_action("change a run's budget", refused=_refused)

@@ -5,11 +5,14 @@ as the runner would), so nothing here depends on the simulated agents."""
 
 from __future__ import annotations
 
+import re
 import uuid
+from html import unescape
 from typing import Any
 
 import pytest
 from django.db import connection, transaction
+from django.template.loader import render_to_string
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from pydantic import BaseModel
@@ -20,17 +23,19 @@ from debates.engine.effects import TurnEffects
 from debates.engine.events import event_append
 from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Turn
 from debates.protocols.kb_debate import schema
+from debates.protocols.kb_debate.page import kb_debate_context
 from debates.selectors import runs as selectors
 from debates.selectors.panels import run_panels
 from debates.services import runs as services
 from debates.services.mutations import run_mutation_decide
 from debates.web import frames
 from kb.models import Argument, ProposedMutation
+from tests.conftest import run_to_stop
 from tests.platform.test_rendering import XSS_CORPUS, executable_parts
 
 CON, PRO = "con-pricing", "pro-pricing"
 # Inert form elements of the moderator console the page checker does not list (they execute nothing).
-FORM_TAGS = {"<fieldset>", "<legend>", "<textarea>"}
+FORM_TAGS = {"<fieldset>", "<legend>", "<textarea>", "<optgroup>"}
 
 OPENING_CON = {
     "summary": "Pricing's **traffic gains fade** and the poor pay.",
@@ -533,8 +538,7 @@ def test_the_console_offers_every_move_and_keeps_posted_values_with_errors(moder
     assert key == "t03/moderator/moderator"
     awaiting(kb_run, key)
     html = page(moderator_client, kb_run)
-    form = html[html.index('id="human-form-t03-moderator-moderator"') :]
-    form = form[: form.index("</form>")]
+    form = console_form(html)
     for name in (
         "text",
         "press_entry",
@@ -560,44 +564,20 @@ def test_the_console_offers_every_move_and_keeps_posted_values_with_errors(moder
     assert [p for p in executable_parts(html, page=True) if p not in FORM_TAGS] == []
     # A ruling on a contested argument without the downgrade is refused, shown by the ruling fields.
     response = moderator_client.post(
-        f"/runs/{kb_run.pk}/human/",
-        {
-            "step_key": key,
-            "client_uuid": str(uuid.uuid4()),
-            "text": "Ruling",
-            "ruling_entry": "L-001",
-            "ruling_arg": "arg-006",
-            "ruling_as": "refuted",
-            "ruling_justification": "The rebound is confounded",
-            "ruling_turns": "1",
-            "callout_type": "baseless-as-robust",
-            "callout_position": CON,
-            "callout_turn": "1",
-            "callout_text": "arg-010 is baseless",
-        },
-        HTTP_HX_REQUEST="true",
+        f"/runs/{kb_run.pk}/human/", A_RULING | {"step_key": key}, HTTP_HX_REQUEST="true"
     )
     html = response.content.decode()
-    ruling = html[html.index('id="console-ruling"') : html.index('id="console-mutation"')]
+    ruling = section(html, "console-ruling")
     assert "Closing needs arg-006 rated refuted or baseless" in ruling
     assert "The rebound is confounded</textarea>" in ruling and '<option value="L-001" selected>' in ruling
+    assert '<input type="checkbox" name="ruling_turns" value="1" checked>' in ruling
     assert "The turn was not sent: 1 problem" in html
     # With the downgrade proposed in the same turn the ruling is taken.
     response = moderator_client.post(
         f"/runs/{kb_run.pk}/human/",
-        {
+        A_RULING
+        | {
             "step_key": key,
-            "client_uuid": str(uuid.uuid4()),
-            "text": "Ruling",
-            "ruling_entry": "L-001",
-            "ruling_arg": "arg-006",
-            "ruling_as": "refuted",
-            "ruling_justification": "The rebound is confounded",
-            "ruling_turns": "1",
-            "callout_type": "baseless-as-robust",
-            "callout_position": CON,
-            "callout_turn": "1",
-            "callout_text": "arg-010 is baseless",
             "mutation_arg": "arg-006",
             "mutation_to": "refuted",
             "mutation_justification": "Turn 1 rests on an uncontrolled series.",
@@ -605,6 +585,240 @@ def test_the_console_offers_every_move_and_keeps_posted_values_with_errors(moder
         HTTP_HX_REQUEST="true",
     )
     assert "Submitted. The debate continues." in response.content.decode()
+
+
+def console_form(html: str) -> str:
+    form = html[html.index('id="human-form-t03-moderator-moderator"') :]
+    return form[: form.index("</form>")]
+
+
+def section(html: str, dom_id: str) -> str:
+    """The console section (a <details>) holding the fieldset `dom_id`."""
+    start = html.rindex("<details", 0, html.index(f'id="{dom_id}"'))
+    return html[start : html.index("</details>", start)]
+
+
+def options(html: str, name: str) -> list[tuple[str, str]]:
+    """A select's options as (value, text)."""
+    select = html[html.index(f'<select name="{name}"') :]
+    select = select[: select.index("</select>")]
+    return [(v, unescape(t)) for v, t in re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', select)]
+
+
+def checkboxes(html: str, name: str) -> list[tuple[str, str]]:
+    """A checkbox list's boxes as (value, label text)."""
+    return [
+        (value, unescape(re.sub(r"<[^>]+>", "", text)).strip())
+        for value, text in re.findall(
+            rf'<input type="checkbox" name="{name}" value="([^"]*)"[^>]*>(.*?)</label>', html, re.S
+        )
+    ]
+
+
+A_RULING = {
+    "client_uuid": "",
+    "text": "Ruling",
+    "ruling_entry": "L-001",
+    "ruling_arg": "arg-006",
+    "ruling_as": "refuted",
+    "ruling_justification": "The rebound is confounded",
+    "ruling_turns": ["1"],
+    "callout_type": "baseless-as-robust",
+    "callout_position": CON,
+    "callout_turn": "1",
+    "callout_text": "arg-010 is baseless",
+}
+
+
+def test_the_console_picks_claims_turns_and_arguments_from_the_ledger_and_the_kb(moderator_client, kb_run):
+    commit(kb_run, "t01/opening/debater-con-pricing", OPENING_CON)
+    commit(kb_run, "t02/opening/debater-pro-pricing", OPENING_PRO)
+    awaiting(kb_run, "t03/moderator/moderator")
+    form = console_form(page(moderator_client, kb_run))
+    # Nothing is typed but the words: no text or number input asks for an id or a turn number.
+    assert not re.search(r'<input type="(text|number)"', form)
+    claims = dict(options(form, "ruling_entry"))
+    assert claims["L-001"] == "L-001 (con-pricing, open): London's congestion returned to pre-charge levels"
+    assert set(claims) == {"", "L-001", "L-002", "L-003", "L-004"} == set(dict(options(form, "press_entry")))
+    # The argument a ruling rests on, under the claim that cites it, with its title and live rating.
+    args = form[form.index('<select name="ruling_arg"') :]
+    assert '<optgroup label="cited by L-001"><option value="arg-006">arg-006 (contested): ' in args
+    title = Argument.objects.get(kb=kb_run.kb, arg_id="arg-006").title
+    assert title[:20] in dict(options(form, "ruling_arg"))["arg-006"]
+    # Turns by number and speaker: checkboxes for the turns a ruling or a deflection rests on, a select for a callout.
+    assert checkboxes(form, "ruling_turns") == [
+        ("1", f"Turn 1 · {CON}, opening"),
+        ("2", f"Turn 2 · {PRO}, opening"),
+    ]
+    assert checkboxes(form, "deflection_turns") == checkboxes(form, "ruling_turns")
+    assert options(form, "callout_turn") == [("2", f"2 · {PRO}, opening"), ("1", f"1 · {CON}, opening")]
+    # The open flag (turn 1, con-pricing) picks the callout's side and turn.
+    assert '<option value="1" selected>' in form[form.index('<select name="callout_turn"') :]
+    assert f'<option value="{CON}" selected>' in form[form.index('<select name="callout_position"') :]
+    # What a side has cited, for a deflection; every KB argument for a downgrade or a deflection's target.
+    cited = dict(checkboxes(form, "deflection_args"))
+    assert set(cited) == {"arg-001", "arg-003", "arg-006", "arg-010"}
+    assert cited["arg-003"].startswith("arg-003 (") and cited["arg-003"].endswith(f"— {PRO} in turn 2")
+    arguments = Argument.objects.filter(kb=kb_run.kb)
+    assert {v for v, _ in options(form, "deflection_target")} == {
+        "",
+        *arguments.values_list("arg_id", flat=True),
+    }
+    assert {v for v, _ in options(form, "mutation_arg")} == {
+        "",
+        *arguments.exclude(status__in=("refuted", "baseless")).values_list("arg_id", flat=True),
+    }
+    # Sections by what applies now: the flag to call out and the closable claim first and open, the rest
+    # collapsed; plain words, no step keys or payload paths.
+    sections = re.findall(
+        r'<details class="console-section" id="section-(\w+)" data-section="\w+"( open)?>', form
+    )
+    assert sections == [
+        ("callouts", " open"),
+        ("close", " open"),
+        ("deflection", ""),
+        ("press", ""),
+        ("kb", ""),
+    ]
+    assert "can be closed now: L-002 (arg-010 is baseless)" in form
+    for internal in ("t03/", "rulings[", "callouts[", "status-downgrade"):
+        assert internal not in form.replace('value="t03/moderator/moderator"', ""), internal
+
+
+def test_with_nothing_flagged_the_console_opens_the_press(debated):
+    """After a moderator turn that handled the flags, with no claim resting on a dead argument: pressing a claim is
+    what applies, the other moves wait collapsed."""
+    kb = kb_debate_context(debated)
+    assert kb is not None
+    step = {"turn": 5, "flags": [], "pending_objection": None, "ledger": kb["ledger"]}
+    form = {"key": "t05/moderator/moderator", "dom_id": "human-form-t05", "context": step, "kb": kb}
+    html = render_to_string(
+        "debates/protocols/kb_debate.html#form-moderator",
+        {
+            "form": form | {"client_uuid": uuid.uuid4(), "errors": [], "field_errors": {}, "values": {}},
+            "step_context": step,
+            "run": debated,
+        },
+    )
+    sections = re.findall(
+        r'<details class="console-section" id="section-(\w+)" data-section="\w+"( open)?>', html
+    )
+    assert sections == [
+        ("press", " open"),
+        ("callouts", ""),
+        ("deflection", ""),
+        ("close", ""),
+        ("kb", ""),
+    ]
+    # The closed claim is no longer offered for a ruling; the moderator's own turn is listed by number.
+    assert "L-002" not in dict(options(html, "ruling_entry"))
+    assert ("4", "Turn 4 · moderator") in checkboxes(html, "ruling_turns")
+    assert ("4", "Turn 4 · moderator") not in checkboxes(html, "deflection_turns")
+    assert ("3", f"Turn 3 · {PRO}, rebut L-002") in checkboxes(html, "deflection_turns")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refused_closure_offers_the_downgrade_it_needs_and_the_fix_commits_the_turn(
+    moderator_client, kb_run
+):
+    commit(kb_run, "t01/opening/debater-con-pricing", OPENING_CON)
+    commit(kb_run, "t02/opening/debater-pro-pricing", OPENING_PRO)
+    key = "t03/moderator/moderator"
+    awaiting(kb_run, key)
+    posted = A_RULING | {"step_key": key, "ruling_as": "source-debunked"}
+    html = moderator_client.post(f"/runs/{kb_run.pk}/human/", posted, HTTP_HX_REQUEST="true").content.decode()
+    ruling = section(html, "console-ruling")
+    assert "Ruling 1:" not in ruling
+    assert (
+        "Closing needs arg-006 rated refuted or baseless — it is contested; propose arg-006 → baseless"
+        in ruling
+    )
+    # The fix: one button that sends the same turn again with the downgrade (a debunked source: baseless).
+    fix = re.search(
+        r'<button type="submit" name="also_propose" value="([^"]+)"[^>]*>([^<]+)</button>', ruling
+    )
+    assert fix is not None and fix.groups() == ("arg-006:baseless", "Also propose arg-006 → baseless")
+    assert re.search(r'<details class="console-section" id="section-close" data-section="close" open>', html)
+    # Used: the turn goes through with the ruling and the downgrade (the button's value is posted with the rest).
+    response = moderator_client.post(
+        f"/runs/{kb_run.pk}/human/", posted | {"also_propose": fix[1]}, HTTP_HX_REQUEST="true"
+    )
+    assert "Submitted. The debate continues." in response.content.decode()
+    action = HumanAction.objects.get(run=kb_run, step_key=key)
+    assert action.payload["rulings"][0] | {"turns": []} == {
+        "entry": "L-001",
+        "arg_id": "arg-006",
+        "closed_as": "source-debunked",
+        "justification": "The rebound is confounded",
+        "turns": [],
+    }
+    assert action.payload["mutations"] == [
+        {
+            **action.payload["mutations"][0],
+            "kind": "status-downgrade",
+            "arg_id": "arg-006",
+            "to": "baseless",
+            "justification": "Closing L-001 as source-debunked: The rebound is confounded",
+        }
+    ]
+    # The runner commits it: a moderator turn with the downgrade proposed, waiting in the approvals.
+    assert run_to_stop(kb_run) in ("waiting", "completed")
+    turn = Turn.objects.get(run=kb_run, key=key)
+    assert turn.status == "committed" and turn.human
+    assert turn.payload["mutations"][0]["arg_id"] == "arg-006"
+    proposed = ProposedMutation.objects.get(run=kb_run, turn=turn)
+    assert proposed.payload == {"arg_id": "arg-006", "to": "baseless"} and proposed.status == "pending"
+    html = page(moderator_client, kb_run)
+    entry = html[html.index('id="ledger-L-001"') :]
+    assert 'data-status="closed"' in entry[: entry.index("</li>")]
+
+
+def test_a_fix_kept_through_another_refusal_stays_ticked(moderator_client, kb_run):
+    commit(kb_run, "t01/opening/debater-con-pricing", OPENING_CON)
+    commit(kb_run, "t02/opening/debater-pro-pricing", OPENING_PRO)
+    key = "t03/moderator/moderator"
+    awaiting(kb_run, key)
+    posted = A_RULING | {"step_key": key, "also_propose": "arg-006:refuted", "ruling_turns": []}
+    html = moderator_client.post(f"/runs/{kb_run.pk}/human/", posted, HTTP_HX_REQUEST="true").content.decode()
+    ruling = section(html, "console-ruling")
+    assert "Closing needs" not in ruling and "The turn was not sent: 1 problem" in html
+    assert (
+        '<input type="checkbox" name="also_propose" value="arg-006:refuted" checked> Also propose arg-006 → refuted'
+        in ruling
+    )
+    assert 'name="also_propose" value="arg-006:refuted" class' not in ruling  # no second button
+
+
+def test_the_console_payload_reads_checkboxes_and_typed_lists_alike():
+    from django.http import QueryDict
+
+    from debates.protocols.kb_debate.console import moderator_payload
+
+    data = QueryDict(mutable=True)
+    data.setlist("ruling_turns", ["3", "1"])
+    data.setlist("deflection_args", ["arg-003", "arg-015"])
+    data.setlist("deflection_turns", ["2", "5"])
+    data.update({"text": "t", "ruling_entry": "L-001", "deflection_position": PRO, "mutation_arg": "arg-006"})
+    data.update({"mutation_to": "weak", "also_propose": "arg-006:refuted"})
+    payload = moderator_payload(data)
+    assert payload["rulings"][0]["turns"] == [1, 3]
+    assert payload["deflections"][0]["cited_args"] == ["arg-003", "arg-015"]
+    assert payload["deflections"][0]["turns"] == [2, 5]
+    # The fix takes the place of the form's own downgrade of the same argument.
+    assert [(m["arg_id"], m["to"]) for m in payload["mutations"]] == [("arg-006", "refuted")]
+    typed = moderator_payload(
+        {
+            "text": "t",
+            "ruling_entry": "L-001",
+            "ruling_turns": "1, 3",
+            "deflection_position": PRO,
+            "deflection_args": "arg-003, arg-015",
+            "deflection_turns": "2 5",
+            "also_propose": "arg-6:gone",
+        }
+    )
+    assert typed["rulings"][0]["turns"] == [1, 3] and typed["deflections"][0]["turns"] == [2, 5]
+    assert typed["deflections"][0]["cited_args"] == ["arg-003", "arg-015"] and "mutations" not in typed
 
 
 def test_the_console_rendered_in_a_frame_survives_re_renders(moderator, kb_run):
