@@ -26,18 +26,27 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
 
+async def _admitted_user(consumer: AsyncWebsocketConsumer) -> Any:
+    """The socket's logged-in user, or None once the socket is closed: too many connects from its address (counted
+    against a fixed one-minute window), or no logged-in user."""
+    client = consumer.scope.get("client") or ("unknown", 0)
+    if not await database_sync_to_async(quotas.ws_connect_allowed)(str(client[0])):
+        await consumer.close(code=quotas.CLOSE_TOO_MANY_CONNECTS)
+        return None
+    user = consumer.scope.get("user")
+    if user is None or not user.is_authenticated:
+        await consumer.close(code=CLOSE_UNAUTHENTICATED)
+        return None
+    return user
+
+
 class RunConsumer(AsyncWebsocketConsumer):
     run_id: int
     sent_seq: int = 0
 
     async def connect(self) -> None:
-        client = self.scope.get("client") or ("unknown", 0)
-        if not await database_sync_to_async(quotas.ws_connect_allowed)(str(client[0])):
-            await self.close(code=quotas.CLOSE_TOO_MANY_CONNECTS)
-            return
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+        user = await _admitted_user(self)
+        if user is None:
             return
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
         # Moderators' panels hold controls and are rendered for each; other viewers' come with the event.
@@ -183,13 +192,8 @@ class NeedsYouConsumer(AsyncWebsocketConsumer):
     count: int | None = None
 
     async def connect(self) -> None:
-        client = self.scope.get("client") or ("unknown", 0)
-        if not await database_sync_to_async(quotas.ws_connect_allowed)(str(client[0])):
-            await self.close(code=quotas.CLOSE_TOO_MANY_CONNECTS)
-            return
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+        user = await _admitted_user(self)
+        if user is None:
             return
         self.user = user
         self.recount: asyncio.Task[None] | None = None

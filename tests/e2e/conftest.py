@@ -27,14 +27,8 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.db import connections
 from playwright.sync_api import BrowserContext, Page, expect
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from debates.devtools.browser import CHROMIUM_ARGS, chromium_path
+
 SERVER_START_SECONDS = 30
 PASSWORD = "e2e-password-1"
 
@@ -47,10 +41,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 # --- browser ---------------------------------------------------------------------------------------------------
-
-
-def chromium_path() -> str:
-    return os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
 
 @pytest.fixture(scope="session")

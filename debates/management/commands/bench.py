@@ -12,6 +12,14 @@ real SDK against the local fake server (which applies the documented caching rul
 lookback, minimum length, entries visible once a response has begun). Prints the share of prompt tokens read
 from the cache from round 2 on (target >= 80 %) and the number of cache writes in round 1 (target 1).
 
+`bench robustness`: every protocol (its headless config; the demo KBs for kb-debate and market-panel) on the
+Anthropic and the OpenAI-compatible backends, through the real SDKs against the local fake server in schema-only
+mode: a model that honours the JSON schema it is sent and nothing else (an arbitrary valid instance, ignoring the
+prompt). One table per backend: completed or not (final status and reason), turns, failed turns, repair calls
+(attempts restarted because the output was invalid), calls made, and calls relative to the same protocol against
+a model that obeys everything (the fake server's simulated mode). Targets: 6/6 complete, 0 failed turns, repairs
+<= 5 % of calls.
+
 `bench pages`: server-side time of the archive (first page, a filtered page, a text search) and of a 500-turn run
 page on generated data (default 10,000 runs and 200,000 turns), each the median of --repeat requests through the
 Django test client, against the target of 150 ms. The data are clones of one simulated cross-examination (its
@@ -159,6 +167,109 @@ def measure_cache(*, analysts: int, seed: int) -> dict[str, Any]:
     }
     Run.objects.filter(pk=run.pk).delete()
     return result
+
+
+ROBUSTNESS_BACKENDS = ("anthropic", "openai")
+ROBUSTNESS_RUN_SECONDS = 120.0  # a run that takes longer is reported as stuck
+REPAIR_REASON = "Asked the model to repair it."
+TARGET_REPAIR_SHARE = 0.05
+
+
+@contextlib.contextmanager
+def _backend_at(backend: str, server: FakeLLMServer) -> Iterator[None]:
+    """The backend pointed at the fake server, as tests/conftest.py's anthropic_api / openai_api fixtures do: a key
+    only in the environment (never a real one), the OpenAI base URL and model in the settings, fast retries."""
+    from django.test.utils import override_settings
+
+    from debates.platform.conf import conf
+
+    names = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY")
+    saved = {name: os.environ.get(name) for name in names}
+    overrides: dict[str, Any] = {"RETRY_BACKOFF_SECONDS": 0.01, "FLUSH_SECONDS": 0.02}
+    if backend == "anthropic":
+        os.environ["ANTHROPIC_API_KEY"] = "bench-fake-key"
+        os.environ["ANTHROPIC_BASE_URL"] = server.url
+    else:
+        os.environ["OPENAI_API_KEY"] = "bench-fake-key"
+        overrides |= {"OPENAI_BASE_URL": server.openai_url, "OPENAI_MODELS": ["local-model"]}
+    from django.conf import settings
+
+    try:
+        with override_settings(DISPUTA={**settings.DISPUTA, **overrides}):
+            assert conf("RETRY_BACKOFF_SECONDS") == 0.01
+            yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _headless_run(protocol: str, *, backend: str, seed: int) -> Run:
+    """A run of `protocol` with its headless config and no human seat, as tests/engine/test_publishing.py makes
+    one: the comparison demo for comparative, the demo KBs for kb-debate and market-panel."""
+    from debates.engine import registry
+
+    config: dict[str, Any] = dict(registry.get(protocol).headless_config)
+    material, kb = demo.DEMO_MATERIAL, None
+    if protocol == "comparative":
+        config |= demo.DEMO_COMPARISON
+        material = demo.DEMO_COMPARISON_MATERIAL
+    elif protocol in {"kb-debate", "market-panel"}:
+        slug = "congestion-pricing" if protocol == "kb-debate" else "market-2026-q4"
+        kb = _demo_kb(slug)
+        material = ""
+    return services.run_create(
+        protocol=protocol,
+        topic=demo.DEMO_TOPIC,
+        material=material,
+        config=config,
+        kb=kb,
+        backend=backend,
+        model="local-model" if backend == "openai" else "",
+        seed=seed,
+        consented=True,
+        enqueue=False,
+    )
+
+
+def _demo_kb(slug: str) -> Any:
+    from kb.models import KnowledgeBase
+
+    kb = KnowledgeBase.objects.filter(slug=slug).first()
+    if kb is None:
+        kb = next(k for k in demo_kbs_load() if k.slug == slug)
+    return kb
+
+
+def measure_robustness(*, protocol: str, backend: str, mode: str, seed: int) -> dict[str, Any]:
+    """One run of `protocol` on `backend` against a fresh fake server in `mode`."""
+    with FakeLLMServer(mode=mode, seed=seed) as server, _backend_at(backend, server):  # type: ignore[arg-type]
+        run = _headless_run(protocol, backend=backend, seed=seed)
+        started = time.monotonic()
+        try:
+            outcome = asyncio.run(asyncio.wait_for(run_execute(run.pk), ROBUSTNESS_RUN_SECONDS)).value
+        except TimeoutError:
+            outcome = f"stuck after {ROBUSTNESS_RUN_SECONDS:.0f}s"
+        wall = time.monotonic() - started
+        requests = list(server.requests)
+    run.refresh_from_db()
+    turns = list(run.turns.all())
+    restarts = RunEvent.objects.filter(run=run, kind="turn_restarted").values_list("payload", flat=True)
+    return {
+        "protocol": protocol,
+        "outcome": outcome,
+        "status": run.status,
+        "reason": run.status_reason,
+        "turns": len(turns),
+        "failed": sum(1 for t in turns if t.status == "failed"),
+        "failed_keys": [(t.key, t.error) for t in turns if t.status == "failed"],
+        "repairs": sum(1 for p in restarts if REPAIR_REASON in str(p.get("reason", ""))),
+        "calls": len(requests),
+        "warmups": sum(1 for r in requests if r.body.get("max_tokens") == 0),
+        "wall": wall,
+    }
 
 
 TARGET_PAGE_MS = 150.0
@@ -457,7 +568,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("which", choices=["overhead", "cache", "pages", "fanout"])
+        parser.add_argument("which", choices=["overhead", "cache", "pages", "fanout", "robustness"])
         parser.add_argument("--debates", type=int, default=10, help="fanout: debates at once (10).")
         parser.add_argument(
             "--viewers", type=int, default=50, help="fanout: websocket viewers per debate (50)."
@@ -492,6 +603,17 @@ class Command(BaseCommand):
         parser.add_argument("--ttft", type=float, default=0.3, help="Fake model's time to first token (s).")
         parser.add_argument("--cps", type=float, default=1500, help="Fake model's characters per second.")
         parser.add_argument("--analysts", type=int, default=3)
+        parser.add_argument(
+            "--protocols",
+            default="",
+            help="robustness: comma-separated protocol names (default: all registered protocols).",
+        )
+        parser.add_argument(
+            "--backends",
+            default=",".join(ROBUSTNESS_BACKENDS),
+            help="robustness: anthropic, openai (default both).",
+        )
+        parser.add_argument("--seed", type=int, default=1, help="robustness: the schema-only server's seed.")
 
     def handle(
         self, *args: Any, which: str, runs: int | None, ttft: float, cps: float, analysts: int, **opts: Any
@@ -499,6 +621,14 @@ class Command(BaseCommand):
         if which == "cache":
             with _database(opts["database"], "bench cache", cleanup=lambda: None):
                 return self._cache(analysts=analysts)
+        if which == "robustness":
+            with _database(opts["database"], "bench robustness", cleanup=lambda: None) as where:
+                return self._robustness(
+                    protocols=[p.strip() for p in opts["protocols"].split(",") if p.strip()],
+                    backends=[b.strip() for b in opts["backends"].split(",") if b.strip()],
+                    seed=opts["seed"],
+                    where=where,
+                )
         if which == "fanout":
             layers = [name.strip() for name in opts["layers"].split(",") if name.strip()]
             unknown = [name for name in layers if name not in ("inmemory", "redis", "redis-pubsub")]
@@ -569,6 +699,68 @@ class Command(BaseCommand):
         self.stdout.write(
             f"cache writes in round 1: {writes} of {result['round1_calls']} requests (target 1) "
             f"{'OK' if writes == 1 else 'MISSED'}"
+        )
+
+    def _robustness(self, *, protocols: list[str], backends: list[str], seed: int, where: str) -> None:
+        from debates.engine import registry
+
+        names = protocols or [p.name for p in registry.all_protocols()]
+        unknown = [b for b in backends if b not in ROBUSTNESS_BACKENDS]
+        if unknown or not backends:
+            raise CommandError(
+                f"bench robustness: unknown backend(s) {unknown}; choose from anthropic, openai"
+            )
+        self.stdout.write(
+            f"bench robustness: {len(names)} protocols (headless configs) against the local fake server in "
+            f"schema-only mode (seed {seed}: an arbitrary valid instance of the schema sent, prompt ignored), "
+            f"through the real SDKs; baseline: the same run against the simulated mode; {where}"
+        )
+        for backend in backends:
+            rows = []
+            for name in names:
+                schema_only = measure_robustness(
+                    protocol=name, backend=backend, mode="schema-only", seed=seed
+                )
+                obeying = measure_robustness(protocol=name, backend=backend, mode="simulated", seed=seed)
+                rows.append((schema_only, obeying))
+            self._robustness_table(backend, rows)
+
+    def _robustness_table(self, backend: str, rows: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        label = {"anthropic": "Anthropic", "openai": "OpenAI-compatible"}[backend]
+        self.stdout.write(f"\n{label} backend")
+        header = (
+            f"  {'protocol':<18} {'completed':<10} {'turns':>5} {'failed':>6} {'repairs':>7} {'calls':>5} "
+            f"{'obeying':>7} {'cost x':>6}  final status (reason)"
+        )
+        self.stdout.write(header)
+        self.stdout.write("  " + "-" * (len(header) - 2))
+        for result, baseline in rows:
+            completed = "yes" if result["status"] == "completed" else "NO"
+            ratio = result["calls"] / baseline["calls"] if baseline["calls"] else float("nan")
+            status = result["status"] + (f" ({result['reason']})" if result["reason"] else "")
+            if result["outcome"].startswith("stuck"):
+                status += f" [{result['outcome']}]"
+            if baseline["status"] != "completed":
+                status += f" [obeying run: {baseline['status']}]"
+            self.stdout.write(
+                f"  {result['protocol']:<18} {completed:<10} {result['turns']:>5} {result['failed']:>6} "
+                f"{result['repairs']:>7} {result['calls']:>5} {baseline['calls']:>7} {ratio:>6.2f}  "
+                f"{status[:160]}"
+            )
+        for result, _ in rows:
+            for key, error in result["failed_keys"]:
+                self.stdout.write(f"    {result['protocol']} failed turn {key}: {error[:200]}")
+        done = sum(1 for r, _ in rows if r["status"] == "completed")
+        failed = sum(r["failed"] for r, _ in rows)
+        repairs = sum(r["repairs"] for r, _ in rows)
+        calls = sum(r["calls"] for r, _ in rows)
+        obeying = sum(b["calls"] for _, b in rows)
+        share = repairs / calls if calls else 0.0
+        self.stdout.write(
+            f"  {label}: {done}/{len(rows)} complete (target {len(rows)}/{len(rows)}), {failed} failed turns "
+            f"(target 0), {repairs} repairs = {share:.1%} of {calls} calls (target <= {TARGET_REPAIR_SHARE:.0%}), "
+            f"calls x{calls / obeying if obeying else float('nan'):.2f} of a model that obeys everything "
+            f"({obeying}) {'OK' if done == len(rows) and not failed and share <= TARGET_REPAIR_SHARE else 'MISSED'}"
         )
 
     def _pages(self, *, runs: int, turns: int, repeat: int, database: str) -> None:

@@ -17,14 +17,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from debates.devtools.browser import CHROMIUM_ARGS, chromium_path
+
 START_SECONDS = 60
 WAIT_MS = 60_000
 
@@ -40,7 +34,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--out", default=str(settings.BASE_DIR / "docs" / "screenshots"))
-        parser.add_argument("--chromium", default=os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
+        parser.add_argument("--chromium", default=chromium_path())
 
     def handle(self, *args: Any, out: str, chromium: str, **options: Any) -> None:
         from playwright.sync_api import expect, sync_playwright  # a test extra: only this command needs it
