@@ -45,11 +45,14 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from debates import demo
 from debates.devtools import bench_fanout
 from debates.devtools.fake_llm import FakeLLMServer
+from debates.engine import registry
 from debates.engine.runner import run_execute
 from debates.engine.turns import RunnerOutcome
 from debates.models import HumanAction, Run, RunEvent, Seat, Turn
+from debates.platform.conf import conf
 from debates.services import runs as services
 from kb.demo import demo_kbs_load
+from kb.models import KnowledgeBase
 
 TARGET_WALL = 1.03
 TARGET_STAGE = 1.05
@@ -181,8 +184,6 @@ def _backend_at(backend: str, server: FakeLLMServer) -> Iterator[None]:
     only in the environment (never a real one), the OpenAI base URL and model in the settings, fast retries."""
     from django.test.utils import override_settings
 
-    from debates.platform.conf import conf
-
     names = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY")
     saved = {name: os.environ.get(name) for name in names}
     overrides: dict[str, Any] = {"RETRY_BACKOFF_SECONDS": 0.01, "FLUSH_SECONDS": 0.02}
@@ -209,7 +210,6 @@ def _backend_at(backend: str, server: FakeLLMServer) -> Iterator[None]:
 def _headless_run(protocol: str, *, backend: str, seed: int) -> Run:
     """A run of `protocol` with its headless config and no human seat, as tests/engine/test_publishing.py makes
     one: the comparison demo for comparative, the demo KBs for kb-debate and market-panel."""
-    from debates.engine import registry
 
     config: dict[str, Any] = dict(registry.get(protocol).headless_config)
     material, kb = demo.DEMO_MATERIAL, None
@@ -235,7 +235,6 @@ def _headless_run(protocol: str, *, backend: str, seed: int) -> Run:
 
 
 def _demo_kb(slug: str) -> Any:
-    from kb.models import KnowledgeBase
 
     kb = KnowledgeBase.objects.filter(slug=slug).first()
     if kb is None:
@@ -702,7 +701,6 @@ class Command(BaseCommand):
         )
 
     def _robustness(self, *, protocols: list[str], backends: list[str], seed: int, where: str) -> None:
-        from debates.engine import registry
 
         names = protocols or [p.name for p in registry.all_protocols()]
         unknown = [b for b in backends if b not in ROBUSTNESS_BACKENDS]
