@@ -8,6 +8,7 @@ Everything published here is committed first: `event_publish` defers to `transac
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from asgiref.sync import async_to_sync
@@ -23,6 +24,12 @@ class LiveFrameRenderer(Protocol):
     def __call__(
         self, *, key: str, task: str, protocol: str, text: str, names: dict[str, str] | None = None
     ) -> str: ...
+
+
+# Database work kept off the runner's database thread (rendering frames, saving partial text): a few threads for
+# the whole process, not an event loop's default executor. A thread keeps its database connection checked out of
+# the pool between calls, so threads that came and went with each event loop (one per test) drained the pool.
+OFF_THREAD = ThreadPoolExecutor(max_workers=4, thread_name_prefix="disputa-off-thread")
 
 
 def _bare_messages(*, run_id: int, seqs: list[int]) -> list[dict[str, Any]]:
@@ -83,7 +90,9 @@ async def aevent_publish(*, run_id: int, seqs: list[int]) -> None:
     layer = get_channel_layer()
     if layer is None or not seqs:
         return
-    messages = await database_sync_to_async(event_messages, thread_sensitive=False)(run_id=run_id, seqs=seqs)
+    messages = await database_sync_to_async(event_messages, thread_sensitive=False, executor=OFF_THREAD)(
+        run_id=run_id, seqs=seqs
+    )
     group = run_group(run_id)
     for message in messages:
         await layer.group_send(group, message)

@@ -52,6 +52,12 @@ log = logging.getLogger("debates.engine")
 Observer = Callable[[str, dict[str, Any]], None]
 
 
+def run_cancel_requested(run_id: int) -> bool:
+    # Read through database_sync_to_async, never the async ORM: that one keeps its thread's connection checked out
+    # of the pool (a connection per event loop that ever ran a runner).
+    return Run.objects.filter(pk=run_id, cancel_requested=True).exists()
+
+
 def _agent_request(step: Step, claimed: ClaimedTurn, view: RunView, run: Run) -> AgentRequest:
     roles: dict[str, dict[str, Any]] = settings.DISPUTA_ROLES
     limits: dict[str, Any] = {**roles["default"], **roles.get(claimed.seat.role, {})}
@@ -162,7 +168,7 @@ class Runner:
                     self._cancel_steps()
                     return
                 last_renew = time.monotonic()
-            cancel = await Run.objects.filter(pk=self.run_id, cancel_requested=True).aexists()
+            cancel = await database_sync_to_async(run_cancel_requested)(self.run_id)
             if cancel and not self.cancel_seen:
                 self.cancel_seen = True
                 self._cancel_steps()

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from debates.agents.base import AgentBackend, AgentRequest, BackendError, Delta, Result
 from debates.engine.crash import crash_point
-from debates.engine.publish import aevent_publish, run_group, turn_live_frame
+from debates.engine.publish import OFF_THREAD, aevent_publish, run_group, turn_live_frame
 from debates.engine.turns import ClaimedTurn, turn_flush
 from debates.platform.conf import conf
 
@@ -116,7 +116,7 @@ async def turn_stream(
         last_flush = time.monotonic()
         if last_flush - last_save >= save_every:
             # Off the runner's database thread: partial saves of parallel turns must not queue behind commits.
-            await database_sync_to_async(turn_flush, thread_sensitive=False)(
+            await database_sync_to_async(turn_flush, thread_sensitive=False, executor=OFF_THREAD)(
                 claimed.turn_id, attempt, text, first_token_at
             )
             last_save = last_flush

@@ -51,7 +51,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
         # Moderators' panels hold controls and are rendered for each; other viewers' come with the event.
         self.moderator = await database_sync_to_async(selectors.user_can_moderate)(user)
-        if not await Run.objects.filter(pk=self.run_id).aexists():
+        if not await database_sync_to_async(Run.objects.filter(pk=self.run_id).exists)():
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.lock = asyncio.Lock()
@@ -175,7 +175,8 @@ async def _committed_seq(run_id: int) -> int:
 
 
 async def _committed_seq_read(run_id: int) -> int:
-    seq = await Run.objects.filter(pk=run_id).values_list("last_seq", flat=True).aget()
+    # Through database_sync_to_async (not the async ORM): the connection goes back to the pool after the read.
+    seq = await database_sync_to_async(Run.objects.filter(pk=run_id).values_list("last_seq", flat=True).get)()
     now = time.monotonic()
     if len(_committed) > 1000:  # forget runs nobody polled for a while
         for stale in [r for r, (at, _) in _committed.items() if now - at > 60]:

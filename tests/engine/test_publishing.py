@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import pytest
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
@@ -130,15 +130,15 @@ def test_the_events_of_a_run_the_engine_fails_are_published(layer, monkeypatch):
 
 @pytest.mark.asyncio
 async def test_the_events_of_a_run_cancelled_while_its_turns_stream_are_published(layer, moderator):
-    run = await sync_to_async(headless_run)("consultation", cps=2000)
+    run = await database_sync_to_async(headless_run)("consultation", cps=2000)
     runner = asyncio.create_task(run_execute(run.pk))
     try:
-        while not await run.turns.filter(status="committed").aexists():  # noqa: ASYNC110 (polls the database)
+        while not await database_sync_to_async(run.turns.filter(status="committed").exists)():  # noqa: ASYNC110 (polls the database)
             await asyncio.sleep(0.02)
-        await sync_to_async(services.run_control)(run_id=run.pk, action="cancel", user=moderator)
+        await database_sync_to_async(services.run_control)(run_id=run.pk, action="cancel", user=moderator)
     finally:
         assert await runner == "cancelled"
-    assert await sync_to_async(unpublished)(run, layer) == {}
+    assert await database_sync_to_async(unpublished)(run, layer) == {}
 
 
 async def watching_socket(run_id: int, user: Any) -> WebsocketCommunicator:
@@ -149,7 +149,7 @@ async def watching_socket(run_id: int, user: Any) -> WebsocketCommunicator:
         client.force_login(user)
         return client.cookies[django_settings.SESSION_COOKIE_NAME].value
 
-    cookie = f"{django_settings.SESSION_COOKIE_NAME}={await sync_to_async(login)()}".encode()
+    cookie = f"{django_settings.SESSION_COOKIE_NAME}={await database_sync_to_async(login)()}".encode()
     headers = [(b"host", b"localhost"), (b"origin", b"http://localhost"), (b"cookie", cookie)]
     comm = WebsocketCommunicator(application, f"/ws/runs/{run_id}/", headers=headers)
     connected, _ = await comm.connect(timeout=10)
@@ -174,7 +174,7 @@ async def test_a_page_watching_an_active_run_never_waits_a_second_for_a_frame(pr
     """From the snapshot (the run queued) to the frame that shows it completed, frames come at least once a
     second: live text while turns stream, each event as it commits. The gaps are measured as the page gets its
     frames, whatever made them (the layer is in-memory: nothing is dropped, so no replay is needed)."""
-    run = await sync_to_async(headless_run)(protocol, cps=PACE[protocol])
+    run = await database_sync_to_async(headless_run)(protocol, cps=PACE[protocol])
     comm = await watching_socket(run.pk, viewer)
     snapshot = await comm.receive_from(timeout=10)
     assert [status for status, _ in STATUS.findall(snapshot)] == ["queued"]
@@ -192,7 +192,7 @@ async def test_a_page_watching_an_active_run_never_waits_a_second_for_a_frame(pr
         await comm.disconnect()
         outcome = await runner
     assert outcome == "done"
-    assert (await Run.objects.aget(pk=run.pk)).status == "completed"
+    assert (await database_sync_to_async(Run.objects.get)(pk=run.pk)).status == "completed"
     assert arrivals[-1] - arrivals[0] > 2 * MAX_SILENCE_SECONDS  # long enough for a silence to show
     gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
     worst = max(gaps)
