@@ -10,6 +10,7 @@ from debates.engine import registry
 from debates.models import Run
 from debates.services.runs import run_create
 from kb.demo import demo_kbs_load
+from kb.models import KnowledgeBase
 
 # Characters per second of a demo's simulated agents: fast enough to finish in a minute or two, slow enough to
 # watch the turns stream in.
@@ -39,4 +40,39 @@ def run_demo_start(*, protocol: str, user: Any = None) -> Run:
         seed=random.randrange(1, 10**6),
         backend_options={"cps": DEMO_CPS, **demo.options},
         user=user,
+    )
+
+
+def run_headless_demo_create(
+    *,
+    protocol: str,
+    seed: int,
+    backend: str = "simulated",
+    model: str = "",
+    backend_options: dict[str, Any] | None = None,
+) -> Run:
+    """A queued, consented, not enqueued run of the protocol's demo with no human seat: its demo values (topic,
+    material or demo KB) under its headless config (which wins: no seat waits for a person). For the benches and
+    the tests that drive a protocol end to end."""
+    proto = registry.get(protocol)
+    demo = proto.demo
+    if demo is None:
+        raise LookupError(f"{protocol} has no demo run")
+    kb = None
+    if demo.kb:
+        kb = KnowledgeBase.objects.filter(slug=demo.kb).first() or next(
+            k for k in demo_kbs_load() if k.slug == demo.kb
+        )
+    return run_create(
+        protocol=proto.name,
+        topic=demo.topic,
+        material=demo.material,
+        kb=kb,
+        config={**demo.config, **proto.headless_config},
+        backend=backend,
+        model=model,
+        seed=seed,
+        backend_options=backend_options or {},
+        consented=True,
+        enqueue=False,
     )

@@ -19,7 +19,6 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
 from django.test import Client
 
-from debates import demo
 from debates.asgi import application
 from debates.engine import registry
 from debates.engine import runner as runner_module
@@ -28,7 +27,7 @@ from debates.engine.runner import run_execute
 from debates.models import Run, RunEvent
 from debates.platform.channel_layers import InMemoryChannelLayer
 from debates.services import runs as services
-from kb.demo import demo_kbs_load
+from debates.services.demos import run_headless_demo_create
 from tests.conftest import run_to_stop
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the runner commits in its own threads
@@ -63,28 +62,8 @@ def layer(settings: Any) -> RecordingLayer:
 
 
 def headless_run(protocol: str, *, cps: float) -> Run:
-    """A queued run of `protocol` with simulated agents and no human seat, as `manage.py run_debate` makes one."""
-    config: dict[str, Any] = dict(registry.get(protocol).headless_config)
-    material = demo.DEMO_MATERIAL
-    kb = None
-    if protocol == "comparative":
-        config |= demo.DEMO_COMPARISON
-        material = demo.DEMO_COMPARISON_MATERIAL
-    elif protocol in {"kb-debate", "market-panel"}:
-        slug = "congestion-pricing" if protocol == "kb-debate" else "market-2026-q4"
-        kb = next(k for k in demo_kbs_load() if k.slug == slug)
-        material = ""
-    run = services.run_create(
-        protocol=protocol,
-        topic=demo.DEMO_TOPIC,
-        material=material,
-        config=config,
-        kb=kb,
-        seed=3,
-        backend_options={"cps": cps},
-        consented=True,
-        enqueue=False,
-    )
+    """A queued run of the protocol's demo with simulated agents and no human seat."""
+    run = run_headless_demo_create(protocol=protocol, seed=3, backend_options={"cps": cps})
     assert not run.seats.filter(human=True).exists()
     return run
 

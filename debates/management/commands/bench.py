@@ -51,8 +51,8 @@ from debates.engine.turns import RunnerOutcome
 from debates.models import HumanAction, Run, RunEvent, Seat, Turn
 from debates.platform.conf import conf
 from debates.services import runs as services
+from debates.services.demos import run_headless_demo_create
 from kb.demo import demo_kbs_load
-from kb.models import KnowledgeBase
 
 TARGET_WALL = 1.03
 TARGET_STAGE = 1.05
@@ -207,45 +207,12 @@ def _backend_at(backend: str, server: FakeLLMServer) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _headless_run(protocol: str, *, backend: str, seed: int) -> Run:
-    """A run of `protocol` with its headless config and no human seat, as tests/engine/test_publishing.py makes
-    one: the comparison demo for comparative, the demo KBs for kb-debate and market-panel."""
-
-    config: dict[str, Any] = dict(registry.get(protocol).headless_config)
-    material, kb = demo.DEMO_MATERIAL, None
-    if protocol == "comparative":
-        config |= demo.DEMO_COMPARISON
-        material = demo.DEMO_COMPARISON_MATERIAL
-    elif protocol in {"kb-debate", "market-panel"}:
-        slug = "congestion-pricing" if protocol == "kb-debate" else "market-2026-q4"
-        kb = _demo_kb(slug)
-        material = ""
-    return services.run_create(
-        protocol=protocol,
-        topic=demo.DEMO_TOPIC,
-        material=material,
-        config=config,
-        kb=kb,
-        backend=backend,
-        model="local-model" if backend == "openai" else "",
-        seed=seed,
-        consented=True,
-        enqueue=False,
-    )
-
-
-def _demo_kb(slug: str) -> Any:
-
-    kb = KnowledgeBase.objects.filter(slug=slug).first()
-    if kb is None:
-        kb = next(k for k in demo_kbs_load() if k.slug == slug)
-    return kb
-
-
 def measure_robustness(*, protocol: str, backend: str, mode: str, seed: int) -> dict[str, Any]:
     """One run of `protocol` on `backend` against a fresh fake server in `mode`."""
     with FakeLLMServer(mode=mode, seed=seed) as server, _backend_at(backend, server):  # type: ignore[arg-type]
-        run = _headless_run(protocol, backend=backend, seed=seed)
+        run = run_headless_demo_create(
+            protocol=protocol, backend=backend, model="local-model" if backend == "openai" else "", seed=seed
+        )
         started = time.monotonic()
         try:
             outcome = asyncio.run(asyncio.wait_for(run_execute(run.pk), ROBUSTNESS_RUN_SECONDS)).value
