@@ -410,6 +410,8 @@ def test_the_human_form_stacks_under_the_status_instead_of_squeezing_the_transcr
     expect(form).to_be_visible()
     for width in (1440, 1100, 1099, 1024, 800, 390):
         page.set_viewport_size({"width": width, "height": 900})
+        # A live frame may swap the moderator's panel in between: measure the one on the page once it shows.
+        expect(form).to_be_visible()
         status, transcript = (
             page.locator("#run-status").bounding_box(),
             page.locator("#transcript").bounding_box(),
