@@ -613,8 +613,13 @@ class FakeLLMServer:
         path = h.path.split("?", 1)[0].rstrip("/")
         api = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai"}.get(path, "")
         headers = {k.lower(): v for k, v in h.headers.items()}
+        length = int(headers.get("content-length") or 0) if (headers.get("content-length") or "0").isdigit() else 0
+        raw = h.rfile.read(length)
+        if len(raw) < length:
+            # The client went away before sending its whole body (a run that failed cancels its other calls):
+            # nothing was asked, so nothing is recorded or answered.
+            return
         try:
-            raw = h.rfile.read(int(headers.get("content-length") or 0))
             body = json.loads(raw or b"{}")
         except ValueError:
             body = None
