@@ -81,6 +81,29 @@ class SeatView:
 
 
 @dataclass(frozen=True)
+class Flag:
+    """Something in an accepted answer that no schema can check and code found wrong (a quote that is not the
+    source's words, a figure that does not match the KB, a concession without a revised position): the turn is
+    kept and the item is marked on the page, in the exports, to the seats that read it later (the judge) and in
+    the integrity signals. `where` is the item's path in the payload ("concerns.2.quote"; "": the whole turn)."""
+
+    kind: str
+    where: str
+    detail: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "where": self.where, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A step's answer as committed: the payload with what code knows filled in, and its flags."""
+
+    payload: dict[str, Any]
+    flags: tuple[Flag, ...] = ()
+
+
+@dataclass(frozen=True)
 class TurnView:
     key: str
     seat: str
@@ -89,6 +112,7 @@ class TurnView:
     status: str
     payload: Mapping[str, Any] | None
     error: str = ""
+    flags: tuple[Mapping[str, str], ...] = ()
 
     @property
     def committed(self) -> bool:
@@ -347,8 +371,16 @@ class Protocol[ConfigT: BaseModel](ABC):
         return None
 
     def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
-        """Rules the schema cannot express (counts that depend on other turns, quotes that must match)."""
+        """What makes an answer unusable beyond its schema (asked to repair once, then the turn fails). Keep it
+        for structure no schema can carry: what a step's schema can say (enums of what exists, one property per
+        item) it should say, and what is merely doubtful is flagged by `accept` instead."""
         return []
+
+    def accept(self, step: Step, payload: BaseModel, view: RunView) -> Accepted:
+        """A valid answer as it is committed: fill in what code knows (the seat's name, argument ids, the round,
+        the text of a claim picked by id) and flag what no schema can check (Flag). Must not raise for any
+        answer valid against the step's schema that `validate` passed."""
+        return Accepted(payload.model_dump(mode="json"))
 
     def human_payload(self, step: Step, data: Mapping[str, Any]) -> dict[str, Any]:
         """Turn a human seat's submitted form into the step's output payload (validated by the caller)."""

@@ -218,6 +218,11 @@ class Turn(UsageFields):
     payload = models.JSONField(null=True, blank=True)
     schema_version = models.CharField(max_length=20, blank=True)
     citations = models.JSONField(default=list, blank=True)
+    flags = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="What code found doubtful in the accepted answer: {kind, where, detail}.",
+    )
     error = models.TextField(blank=True)
     human = models.BooleanField(default=False)
     # A turn copied into a fork from its parent run: text, payload and citations as the parent committed them,

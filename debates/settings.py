@@ -370,10 +370,14 @@ DISPUTA = {
 
 # Output length and reasoning effort per seat role ("default" for roles not listed). Thinking is billed as
 # output, so `max_tokens` also caps what a turn can cost.
+# Per seat role (its `role`), then per stage (`stage:<id>`), over the default: max tokens, effort and temperature.
+# A temperature is sent only to models that accept one (see `temperature` in DISPUTA_PRICES: the current Anthropic
+# models refuse a non-default one); seed 004 cross-examines at 0.4 so the bull and the bear do not shake hands.
 DISPUTA_ROLES = {
     "default": {"max_tokens": 4096, "effort": "medium"},
     "judge": {"max_tokens": 8192, "effort": "high"},
     "examiner": {"max_tokens": 6144, "effort": "high"},
+    "stage:cross": {"temperature": 0.4},
 }
 
 # USD per million tokens. Edit here, or point DISPUTA_PRICES_FILE at a JSON file of the same shape. `over` is a
@@ -385,6 +389,7 @@ DISPUTA_PRICES = {
         "claude-sonnet-5-5": {
             "provider": "anthropic",
             "label": "Claude Sonnet 5.5",
+            "temperature": False,  # a non-default temperature is refused (400)
             "input": "2",
             "cache_write_5m": "2.50",
             "cache_write_1h": "4",
@@ -394,6 +399,7 @@ DISPUTA_PRICES = {
         "claude-opus-5-5": {
             "provider": "anthropic",
             "label": "Claude Opus 5.5",
+            "temperature": False,  # a non-default temperature is refused (400)
             "input": "4",
             "cache_write_5m": "5",
             "cache_write_1h": "8",
@@ -403,6 +409,7 @@ DISPUTA_PRICES = {
         "claude-haiku-5-5": {
             "provider": "anthropic",
             "label": "Claude Haiku 5.5",
+            "temperature": False,  # a non-default temperature is refused (400)
             "input": "0.10",
             "cache_write_5m": "0.125",
             "cache_write_1h": "0.20",
@@ -420,6 +427,7 @@ DISPUTA_PRICES = {
         "claude-fable-5-1": {
             "provider": "anthropic",
             "label": "Claude Fable 5.1",
+            "temperature": False,  # a non-default temperature is refused (400)
             "input": "10",
             "cache_write_5m": "12.50",
             "cache_write_1h": "20",

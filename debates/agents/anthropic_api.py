@@ -20,7 +20,7 @@ import anthropic
 
 from debates.agents.base import AgentRequest, BackendError, Delta, Result
 from debates.agents.catalog import anthropic_unavailable_reason
-from debates.agents.pricing import call_estimate, tokens_estimate, usage_priced
+from debates.agents.pricing import call_estimate, model_accepts_temperature, tokens_estimate, usage_priced
 from debates.agents.prompts import Prompt, prompt_render
 from debates.agents.remote import (
     ClientPerLoop,
@@ -62,13 +62,16 @@ def request_params(request: AgentRequest, prompt: Prompt | None = None) -> dict[
     }
     if request.effort:
         output_config["effort"] = request.effort
-    return {
+    params: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens,
         "system": system,
         "messages": [{"role": "user", "content": content}, *repair_messages(request)],
         "output_config": output_config,
     }
+    if request.temperature is not None and model_accepts_temperature(request.model):
+        params["temperature"] = request.temperature
+    return params
 
 
 def usage_from(raw: Any, model: str) -> Usage:

@@ -52,6 +52,8 @@ class AgentRequest:
     role: str = ""
     max_tokens: int = 4096
     effort: str = ""
+    # Sent only where the model accepts one (pricing.model_accepts_temperature); None: the model's default.
+    temperature: float | None = None
     repair: Repair | None = None
 
 

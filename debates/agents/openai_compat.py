@@ -16,7 +16,7 @@ import openai
 
 from debates.agents.base import AgentRequest, BackendError, Delta, Result
 from debates.agents.catalog import OFFICIAL_OPENAI_BASE_URL, openai_base_url, openai_unavailable_reason
-from debates.agents.pricing import call_estimate, usage_priced
+from debates.agents.pricing import call_estimate, model_accepts_temperature, usage_priced
 from debates.agents.prompts import prompt_render
 from debates.agents.remote import (
     ClientPerLoop,
@@ -62,6 +62,8 @@ def request_params(request: AgentRequest) -> dict[str, Any]:
     params[
         "max_completion_tokens" if openai_base_url().rstrip("/") == OFFICIAL_OPENAI_BASE_URL else "max_tokens"
     ] = request.max_tokens
+    if request.temperature is not None and model_accepts_temperature(request.model):
+        params["temperature"] = request.temperature
     if mode == "json_schema":
         params["response_format"] = {
             "type": "json_schema",

@@ -49,6 +49,13 @@ def price_get(model: str, *, prompt_tokens: int = 0) -> Price | None:
     return _price(entry)
 
 
+def model_accepts_temperature(model: str) -> bool:
+    """Whether a call may set a temperature: the price table's `temperature: false` marks models that refuse a
+    non-default one; a model the table does not know (a local server) accepts it."""
+    entry = price_table()["models"].get(model) or {}
+    return entry.get("temperature", True) is not False
+
+
 def usage_cost(model: str, usage: Usage, *, cache_write_1h_tokens: int = 0) -> Decimal:
     """Exact cost of one call: uncached input, 5-minute and 1-hour cache writes, cache reads and output
     (thinking is part of output_tokens and billed as output, so it is not added again)."""

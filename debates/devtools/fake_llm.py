@@ -613,7 +613,9 @@ class FakeLLMServer:
         path = h.path.split("?", 1)[0].rstrip("/")
         api = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai"}.get(path, "")
         headers = {k.lower(): v for k, v in h.headers.items()}
-        length = int(headers.get("content-length") or 0) if (headers.get("content-length") or "0").isdigit() else 0
+        length = (
+            int(headers.get("content-length") or 0) if (headers.get("content-length") or "0").isdigit() else 0
+        )
         raw = h.rfile.read(length)
         if len(raw) < length:
             # The client went away before sending its whole body (a run that failed cancels its other calls):

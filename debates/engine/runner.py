@@ -60,7 +60,12 @@ def run_cancel_requested(run_id: int) -> bool:
 
 def _agent_request(step: Step, claimed: ClaimedTurn, view: RunView, run: Run) -> AgentRequest:
     roles: dict[str, dict[str, Any]] = settings.DISPUTA_ROLES
-    limits: dict[str, Any] = {**roles["default"], **roles.get(claimed.seat.role, {})}
+    limits: dict[str, Any] = {
+        **roles["default"],
+        **roles.get(claimed.seat.role, {}),
+        **roles.get(f"stage:{step.stage}", {}),
+    }
+    temperature = limits.get("temperature")
     return AgentRequest(
         step=step,
         view=view,
@@ -71,6 +76,7 @@ def _agent_request(step: Step, claimed: ClaimedTurn, view: RunView, run: Run) ->
         role=claimed.seat.role,
         max_tokens=int(limits["max_tokens"]),
         effort=str(limits.get("effort", "")),
+        temperature=float(temperature) if temperature is not None else None,
     )
 
 
@@ -256,8 +262,11 @@ class Runner:
         self, step: Step, claimed: ClaimedTurn, view: RunView, run: Run, request: AgentRequest | None
     ) -> None:
         if claimed.seat.human:
-            payload = await database_sync_to_async(human_submission)(self.run_id, step.key)
+            submitted = await database_sync_to_async(human_submission)(self.run_id, step.key)
             protocol = registry.get(run.protocol)
+            # A person's answer is completed like a model's (seat names, ids), and flagged the same way.
+            accepted = protocol.accept(step, step.schema.model_validate(submitted), view)
+            payload = accepted.payload
             await self._write(
                 turn_commit,
                 self.run_id,
@@ -266,6 +275,7 @@ class Runner:
                 text="",
                 payload=payload,
                 model="human",
+                flags=[flag.as_json() for flag in accepted.flags],
                 effects=partial(
                     protocol.on_commit,
                     step,
@@ -309,7 +319,8 @@ class Runner:
             if result is not None:
                 errors = _output_errors(protocol, step, result, view)
                 if not errors:
-                    payload = step.schema.model_validate(result.payload).model_dump(mode="json")
+                    accepted = protocol.accept(step, step.schema.model_validate(result.payload), view)
+                    payload = accepted.payload
                     crash_point("before_commit")
                     await self._write(
                         turn_commit,
@@ -319,6 +330,7 @@ class Runner:
                         text=result.text,
                         payload=payload,
                         model=result.model,
+                        flags=[flag.as_json() for flag in accepted.flags],
                         effects=partial(
                             protocol.on_commit,
                             step,

@@ -276,6 +276,7 @@ def turn_commit(
     text: str,
     payload: dict[str, Any],
     model: str,
+    flags: list[dict[str, str]] | None = None,
     effects: Callable[[], None] | None = None,
 ) -> int | None:
     """Commit exactly once: a stale attempt (another runner took over) changes nothing. `effects` (the
@@ -287,6 +288,7 @@ def turn_commit(
             citations=turn_citations(run_id, text),
             raw_text=text,
             payload=payload,
+            flags=flags or [],
             schema_version="1.0",
             error="",
             model=model or F("model"),

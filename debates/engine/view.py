@@ -24,9 +24,10 @@ def run_view_load(run: Run) -> RunView:
             status=t["status"],
             payload=t["payload"],
             error=t["error"],
+            flags=tuple(t["flags"] or ()),
         )
         for t in run.turns.order_by("first_seq", "id").values(
-            "key", "seat__handle", "stage", "task", "status", "payload", "error"
+            "key", "seat__handle", "stage", "task", "status", "payload", "error", "flags"
         )
     }
     submitted = frozenset(

@@ -94,6 +94,7 @@ def run_export_json(run: Run) -> dict[str, Any]:
                 "raw_text": t.raw_text,
                 "error": t.error,
                 "citations": t.citations,
+                "flags": t.flags,
                 "usage": {
                     "input_tokens": t.input_tokens,
                     "output_tokens": t.output_tokens,

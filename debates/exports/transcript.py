@@ -109,6 +109,14 @@ def _turn_lines(run: Run, turn: Turn, humans: Mapping[str, str], number: int) ->
         lines += [*_fenced(turn.raw_text), ""]
     else:
         lines += ["_No output._", ""]
+    if turn.flags:
+        lines += ["Flagged (kept, but not verified):", ""]
+        lines += [
+            f"- {inline(str(f.get('detail', '')))}" + (f" (`{f.get('where')}`)" if f.get("where") else "")
+            for f in turn.flags
+            if isinstance(f, Mapping)
+        ]
+        lines.append("")
     if turn.citations:
         lines += ["Citations:", ""]
         lines += [f"- {_citation(c)}" for c in turn.citations if isinstance(c, Mapping)]

@@ -72,6 +72,7 @@ def turn_card(
         "streaming": streaming,
         "names": names or {},
         "citations": turn.citations,
+        "flags": turn.flags,
         "kb": kb,
         # A turn copied into a fork: the parent run it comes from (debates.services.lineage).
         "copied_from_run": turn.copied_from.run_id if turn.copied_from_id and turn.copied_from else None,

@@ -27,9 +27,10 @@ The dict of one run::
       "handshakes": {"count": 0, "rounds": ["r2/technical"], "basis": "…"} | None,   # None: not applicable
       "citations": {"total": 9, "verified": 7, "mismatch": 1, "unverified": 1, "inferred": 0, "rate": 77.8},
       "arithmetic": {"count": 1, "details": ["Total A: …"]} | None,                 # None: no judge's arithmetic
+      "flags": {"total": 3, "turns": 2, "kinds": {"unverified_quote": 2, "missing_revision": 1}},  # Turn.flags
       "pick": {"state": "agrees" | "overrides" | "adjudicated" | "awaiting" | "",
                "judge": "Postgres", "human": "Postgres"},
-      "flagged": True,                 # any handshake, arithmetic mismatch, citation mismatch or override
+      "flagged": True,                 # any handshake, arithmetic mismatch, citation mismatch, flag or override
     }
 
 Rates are percentages rounded to one decimal; ``rate`` is None when ``of`` is 0. Every protocol's outcome is read
@@ -94,8 +95,30 @@ def _citations(lists: Iterable[Any]) -> dict[str, Any]:
     return {"total": total, **counts, "rate": rate(counts["verified"], total)}
 
 
+def _flags(lists: Iterable[Any]) -> dict[str, Any]:
+    """What code flagged in the committed turns (Turn.flags): how many items, in how many turns, of each kind."""
+    kinds: dict[str, int] = defaultdict(int)
+    turns = 0
+    for flags in lists:
+        items = [as_dict(flag) for flag in as_list(flags)]
+        turns += bool(items)
+        for item in items:
+            kinds[str(item.get("kind") or "flag")] += 1
+    ordered = dict(sorted(kinds.items()))
+    return {
+        "total": sum(kinds.values()),
+        "turns": turns,
+        "kinds": ordered,
+        "labels": [{"label": kind.replace("_", " "), "count": count} for kind, count in ordered.items()],
+    }
+
+
 def _signals(
-    run: Run, names: Mapping[str, str], turns: Sequence[Any], citations: Iterable[Any]
+    run: Run,
+    names: Mapping[str, str],
+    turns: Sequence[Any],
+    citations: Iterable[Any],
+    flags: Iterable[Any] = (),
 ) -> dict[str, Any]:
     outcome = as_dict(run.outcome)
     signals: dict[str, Any] = {
@@ -107,6 +130,7 @@ def _signals(
         "seats_note": "",
         "handshakes": None,
         "citations": _citations(citations),
+        "flags": _flags(flags),
         "arithmetic": None,
         "pick": _pick(run),
         "concession_max": None,  # the highest seat's concession rate (the archive's badge)
@@ -131,6 +155,7 @@ def _signals(
         (signals["handshakes"] or {}).get("count")
         or (signals["arithmetic"] or {}).get("count")
         or signals["citations"]["mismatch"]
+        or signals["flags"]["total"]
         or signals["pick"]["state"] == "overrides"
     )
     return signals
@@ -140,7 +165,7 @@ def _signals(
 
 
 def runs_signals(runs: Iterable[int | Run]) -> dict[int, dict[str, Any]]:
-    """The signals of many runs by id: at most four queries (runs by id, seats, cited turns, the debate turns
+    """The signals of many runs by id: at most four queries (runs by id, seats, cited or flagged turns, the debate turns
     some protocols read), whatever the number of runs."""
     given = list(runs)
     loaded = {r.pk: r for r in given if isinstance(r, Run)}
@@ -152,6 +177,7 @@ def runs_signals(runs: Iterable[int | Run]) -> dict[int, dict[str, Any]]:
     done = [pk for pk, r in loaded.items() if r.status == RunStatus.COMPLETED]
     names: dict[int, dict[str, str]] = defaultdict(dict)
     citations: dict[int, list[Any]] = defaultdict(list)
+    flags: dict[int, list[Any]] = defaultdict(list)
     turns: dict[int, list[tuple[str, str, Any]]] = defaultdict(list)
     if done:
         for run_id, handle, name in Seat.objects.filter(run_id__in=done).values_list(
@@ -159,8 +185,10 @@ def runs_signals(runs: Iterable[int | Run]) -> dict[int, dict[str, Any]]:
         ):
             names[run_id][handle] = name
         committed = Turn.objects.filter(run_id__in=done, status=TurnStatus.COMMITTED)
-        for run_id, cited in committed.exclude(citations=[]).values_list("run_id", "citations"):
+        marked = committed.exclude(Q(citations=[]) & Q(flags=[]))  # cited or flagged turns, in one query
+        for run_id, cited, flagged in marked.values_list("run_id", "citations", "flags"):
             citations[run_id].append(cited)
+            flags[run_id].append(flagged)
         readers = Q()
         for protocol in registry.all_protocols():
             ids = [pk for pk in done if loaded[pk].protocol == protocol.name]
@@ -172,7 +200,7 @@ def runs_signals(runs: Iterable[int | Run]) -> dict[int, dict[str, Any]]:
                 "run_id", "seat__handle", "task", "payload"
             ):
                 turns[run_id].append((handle, task, payload))
-    return {pk: _signals(run, names[pk], turns[pk], citations[pk]) for pk, run in loaded.items()}
+    return {pk: _signals(run, names[pk], turns[pk], citations[pk], flags[pk]) for pk, run in loaded.items()}
 
 
 def run_signals(run: Run) -> dict[str, Any]:

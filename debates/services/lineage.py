@@ -289,6 +289,7 @@ def _turn_copy(
         payload=turn.payload,
         schema_version=turn.schema_version,
         citations=turn.citations,
+        flags=turn.flags,
         error=turn.error,
         human=turn.human,
         copied_from=turn,

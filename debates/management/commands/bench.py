@@ -45,13 +45,12 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from debates import demo
 from debates.devtools import bench_fanout
 from debates.devtools.fake_llm import FakeLLMServer
+from debates.devtools.robustness import ROBUSTNESS_BACKENDS, TARGET_REPAIR_SHARE, measure_robustness
 from debates.engine import registry
 from debates.engine.runner import run_execute
 from debates.engine.turns import RunnerOutcome
 from debates.models import HumanAction, Run, RunEvent, Seat, Turn
-from debates.platform.conf import conf
 from debates.services import runs as services
-from debates.services.demos import run_headless_demo_create
 from kb.demo import demo_kbs_load
 
 TARGET_WALL = 1.03
@@ -170,72 +169,6 @@ def measure_cache(*, analysts: int, seed: int) -> dict[str, Any]:
     }
     Run.objects.filter(pk=run.pk).delete()
     return result
-
-
-ROBUSTNESS_BACKENDS = ("anthropic", "openai")
-ROBUSTNESS_RUN_SECONDS = 120.0  # a run that takes longer is reported as stuck
-REPAIR_REASON = "Asked the model to repair it."
-TARGET_REPAIR_SHARE = 0.05
-
-
-@contextlib.contextmanager
-def _backend_at(backend: str, server: FakeLLMServer) -> Iterator[None]:
-    """The backend pointed at the fake server, as tests/conftest.py's anthropic_api / openai_api fixtures do: a key
-    only in the environment (never a real one), the OpenAI base URL and model in the settings, fast retries."""
-    from django.test.utils import override_settings
-
-    names = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY")
-    saved = {name: os.environ.get(name) for name in names}
-    overrides: dict[str, Any] = {"RETRY_BACKOFF_SECONDS": 0.01, "FLUSH_SECONDS": 0.02}
-    if backend == "anthropic":
-        os.environ["ANTHROPIC_API_KEY"] = "bench-fake-key"
-        os.environ["ANTHROPIC_BASE_URL"] = server.url
-    else:
-        os.environ["OPENAI_API_KEY"] = "bench-fake-key"
-        overrides |= {"OPENAI_BASE_URL": server.openai_url, "OPENAI_MODELS": ["local-model"]}
-    from django.conf import settings
-
-    try:
-        with override_settings(DISPUTA={**settings.DISPUTA, **overrides}):
-            assert conf("RETRY_BACKOFF_SECONDS") == 0.01
-            yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-def measure_robustness(*, protocol: str, backend: str, mode: str, seed: int) -> dict[str, Any]:
-    """One run of `protocol` on `backend` against a fresh fake server in `mode`."""
-    with FakeLLMServer(mode=mode, seed=seed) as server, _backend_at(backend, server):  # type: ignore[arg-type]
-        run = run_headless_demo_create(
-            protocol=protocol, backend=backend, model="local-model" if backend == "openai" else "", seed=seed
-        )
-        started = time.monotonic()
-        try:
-            outcome = asyncio.run(asyncio.wait_for(run_execute(run.pk), ROBUSTNESS_RUN_SECONDS)).value
-        except TimeoutError:
-            outcome = f"stuck after {ROBUSTNESS_RUN_SECONDS:.0f}s"
-        wall = time.monotonic() - started
-        requests = list(server.requests)
-    run.refresh_from_db()
-    turns = list(run.turns.all())
-    restarts = RunEvent.objects.filter(run=run, kind="turn_restarted").values_list("payload", flat=True)
-    return {
-        "protocol": protocol,
-        "outcome": outcome,
-        "status": run.status,
-        "reason": run.status_reason,
-        "turns": len(turns),
-        "failed": sum(1 for t in turns if t.status == "failed"),
-        "failed_keys": [(t.key, t.error) for t in turns if t.status == "failed"],
-        "repairs": sum(1 for p in restarts if REPAIR_REASON in str(p.get("reason", ""))),
-        "calls": len(requests),
-        "warmups": sum(1 for r in requests if r.body.get("max_tokens") == 0),
-        "wall": wall,
-    }
 
 
 TARGET_PAGE_MS = 150.0
@@ -694,7 +627,8 @@ class Command(BaseCommand):
         label = {"anthropic": "Anthropic", "openai": "OpenAI-compatible"}[backend]
         self.stdout.write(f"\n{label} backend")
         header = (
-            f"  {'protocol':<18} {'completed':<10} {'turns':>5} {'failed':>6} {'repairs':>7} {'calls':>5} "
+            f"  {'protocol':<18} {'completed':<10} {'turns':>5} {'failed':>6} {'repairs':>7} {'flags':>5} "
+            f"{'downs':>5} {'calls':>5} "
             f"{'obeying':>7} {'cost x':>6}  final status (reason)"
         )
         self.stdout.write(header)
@@ -709,23 +643,29 @@ class Command(BaseCommand):
                 status += f" [obeying run: {baseline['status']}]"
             self.stdout.write(
                 f"  {result['protocol']:<18} {completed:<10} {result['turns']:>5} {result['failed']:>6} "
-                f"{result['repairs']:>7} {result['calls']:>5} {baseline['calls']:>7} {ratio:>6.2f}  "
+                f"{result['repairs']:>7} {result['flags']:>5} {result['step_downs']:>5} {result['calls']:>5} "
+                f"{baseline['calls']:>7} {ratio:>6.2f}  "
                 f"{status[:160]}"
             )
         for result, _ in rows:
             for key, error in result["failed_keys"]:
                 self.stdout.write(f"    {result['protocol']} failed turn {key}: {error[:200]}")
+            for reason in result["repair_reasons"]:
+                self.stdout.write(f"    {result['protocol']} repair: {reason[:200]}")
         done = sum(1 for r, _ in rows if r["status"] == "completed")
         failed = sum(r["failed"] for r, _ in rows)
         repairs = sum(r["repairs"] for r, _ in rows)
         calls = sum(r["calls"] for r, _ in rows)
         obeying = sum(b["calls"] for _, b in rows)
+        flags = sum(r["flags"] for r, _ in rows)
+        downs = sum(r["step_downs"] for r, _ in rows)
         share = repairs / calls if calls else 0.0
         self.stdout.write(
             f"  {label}: {done}/{len(rows)} complete (target {len(rows)}/{len(rows)}), {failed} failed turns "
             f"(target 0), {repairs} repairs = {share:.1%} of {calls} calls (target <= {TARGET_REPAIR_SHARE:.0%}), "
+            f"{flags} flagged items, {downs} steps down (target 0), "
             f"calls x{calls / obeying if obeying else float('nan'):.2f} of a model that obeys everything "
-            f"({obeying}) {'OK' if done == len(rows) and not failed and share <= TARGET_REPAIR_SHARE else 'MISSED'}"
+            f"({obeying}) {'OK' if done == len(rows) and not failed and not downs and share <= TARGET_REPAIR_SHARE else 'MISSED'}"
         )
 
     def _pages(self, *, runs: int, turns: int, repeat: int, database: str) -> None:
