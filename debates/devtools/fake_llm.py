@@ -185,7 +185,9 @@ def simulated_reply(
 
     payloads = {
         key: json.loads(payload)
-        for key, payload in re.findall(r'<turn key="([^"]+)"[^>]*>(.*?)</turn>', text, re.S)
+        for key, payload in re.findall(
+            r'<turn key="([^"]+)"[^>]*>(.*?)(?:<flags>.*?</flags>)?</turn>', text, re.S
+        )
     }
     context = context_expand(_tag_json(text, "context", step_match.end(), {}), payloads)
     topic = _tag_json(text, "topic", 0, "")

@@ -86,5 +86,18 @@ def measure_robustness(*, protocol: str, backend: str, mode: Mode, seed: int) ->
         "step_downs": len(degradations) if isinstance(degradations, list) else 0,
         "calls": len(requests),
         "warmups": sum(1 for r in requests if r.body.get("max_tokens") == 0),
+        # The calls that asked for an answer (not the cache warm-ups): what `measure_obeying` counts too.
+        "answer_calls": sum(1 for r in requests if r.body.get("max_tokens") != 0),
         "wall": wall,
     }
+
+
+def measure_obeying(*, protocol: str, seed: int) -> dict[str, Any]:
+    """The same headless demo answered by the protocol's own simulated agents, a model that obeys everything the
+    prompt asks (the fake server's simulated mode cannot stand in: it sees the prompt, not the run's KB and
+    seats): its status and the answer calls it took (every attempt of an agent's turn)."""
+    run = run_headless_demo_create(protocol=protocol, backend="simulated", model="", seed=seed)
+    asyncio.run(asyncio.wait_for(run_execute(run.pk), ROBUSTNESS_RUN_SECONDS))
+    run.refresh_from_db()
+    turns = list(run.turns.filter(human=False))
+    return {"status": run.status, "answer_calls": sum(t.attempt for t in turns), "turns": len(turns)}

@@ -1,4 +1,5 @@
-"""`manage.py bench overhead|cache|pages|fanout` (fanout: see debates/bench_fanout.py).
+"""`manage.py bench overhead|cache|pages|fanout|robustness` (fanout: debates/devtools/bench_fanout.py; robustness:
+debates/devtools/robustness.py).
 
 `bench overhead`: how much the engine adds to the critical path of a debate.
 
@@ -16,9 +17,9 @@ from the cache from round 2 on (target >= 80 %) and the number of cache writes i
 Anthropic and the OpenAI-compatible backends, through the real SDKs against the local fake server in schema-only
 mode: a model that honours the JSON schema it is sent and nothing else (an arbitrary valid instance, ignoring the
 prompt). One table per backend: completed or not (final status and reason), turns, failed turns, repair calls
-(attempts restarted because the output was invalid), calls made, and calls relative to the same protocol against
-a model that obeys everything (the fake server's simulated mode). Targets: 6/6 complete, 0 failed turns, repairs
-<= 5 % of calls.
+(attempts restarted because the output was invalid), flagged items, steps down a fallback chain, answer calls made
+(cache warm-ups apart), and those relative to the same run answered by the protocol's simulated agents (a model
+that obeys everything). Targets: 6/6 complete, 0 failed turns, 0 steps down, repairs <= 5 % of answer calls.
 
 `bench pages`: server-side time of the archive (first page, a filtered page, a text search) and of a 500-turn run
 page on generated data (default 10,000 runs and 200,000 turns), each the median of --repeat requests through the
@@ -45,7 +46,12 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from debates import demo
 from debates.devtools import bench_fanout
 from debates.devtools.fake_llm import FakeLLMServer
-from debates.devtools.robustness import ROBUSTNESS_BACKENDS, TARGET_REPAIR_SHARE, measure_robustness
+from debates.devtools.robustness import (
+    ROBUSTNESS_BACKENDS,
+    TARGET_REPAIR_SHARE,
+    measure_obeying,
+    measure_robustness,
+)
 from debates.engine import registry
 from debates.engine.runner import run_execute
 from debates.engine.turns import RunnerOutcome
@@ -611,7 +617,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"bench robustness: {len(names)} protocols (headless configs) against the local fake server in "
             f"schema-only mode (seed {seed}: an arbitrary valid instance of the schema sent, prompt ignored), "
-            f"through the real SDKs; baseline: the same run against the simulated mode; {where}"
+            f"through the real SDKs; baseline: the same run answered by the protocol's simulated agents (a model that obeys "
+            f"everything); calls: answer calls (cache warm-ups apart); {where}"
         )
         for backend in backends:
             rows = []
@@ -619,7 +626,7 @@ class Command(BaseCommand):
                 schema_only = measure_robustness(
                     protocol=name, backend=backend, mode="schema-only", seed=seed
                 )
-                obeying = measure_robustness(protocol=name, backend=backend, mode="simulated", seed=seed)
+                obeying = measure_obeying(protocol=name, seed=seed)
                 rows.append((schema_only, obeying))
             self._robustness_table(backend, rows)
 
@@ -635,7 +642,11 @@ class Command(BaseCommand):
         self.stdout.write("  " + "-" * (len(header) - 2))
         for result, baseline in rows:
             completed = "yes" if result["status"] == "completed" else "NO"
-            ratio = result["calls"] / baseline["calls"] if baseline["calls"] else float("nan")
+            ratio = (
+                result["answer_calls"] / baseline["answer_calls"]
+                if baseline["answer_calls"]
+                else float("nan")
+            )
             status = result["status"] + (f" ({result['reason']})" if result["reason"] else "")
             if result["outcome"].startswith("stuck"):
                 status += f" [{result['outcome']}]"
@@ -643,8 +654,8 @@ class Command(BaseCommand):
                 status += f" [obeying run: {baseline['status']}]"
             self.stdout.write(
                 f"  {result['protocol']:<18} {completed:<10} {result['turns']:>5} {result['failed']:>6} "
-                f"{result['repairs']:>7} {result['flags']:>5} {result['step_downs']:>5} {result['calls']:>5} "
-                f"{baseline['calls']:>7} {ratio:>6.2f}  "
+                f"{result['repairs']:>7} {result['flags']:>5} {result['step_downs']:>5} {result['answer_calls']:>5} "
+                f"{baseline['answer_calls']:>7} {ratio:>6.2f}  "
                 f"{status[:160]}"
             )
         for result, _ in rows:
@@ -655,8 +666,8 @@ class Command(BaseCommand):
         done = sum(1 for r, _ in rows if r["status"] == "completed")
         failed = sum(r["failed"] for r, _ in rows)
         repairs = sum(r["repairs"] for r, _ in rows)
-        calls = sum(r["calls"] for r, _ in rows)
-        obeying = sum(b["calls"] for _, b in rows)
+        calls = sum(r["answer_calls"] for r, _ in rows)
+        obeying = sum(b["answer_calls"] for _, b in rows)
         flags = sum(r["flags"] for r, _ in rows)
         downs = sum(r["step_downs"] for r, _ in rows)
         share = repairs / calls if calls else 0.0
