@@ -398,6 +398,39 @@ def schema_only_reply(body: Mapping[str, Any], api: str, *, seed: int = 0) -> tu
     return json.dumps(instance, ensure_ascii=False), ask
 
 
+ANTHROPIC_PROPERTY_KEY = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
+
+
+def _anthropic_schema_keys_check(body: Mapping[str, Any]) -> None:
+    """Anthropic refuses a schema whose property names are not ^[a-zA-Z0-9_.-]{1,64}$ (400, "Property keys should
+    match pattern …"): as the API does, for the output format's schema and the tools' input schemas."""
+    schemas = [
+        ((body.get("output_config") or {}).get("format") or {}).get("schema"),
+        body.get("output_format"),
+    ]
+    schemas += [tool.get("input_schema") for tool in body.get("tools") or [] if isinstance(tool, dict)]
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            properties = node.get("properties")
+            if isinstance(properties, dict):
+                for key in properties:
+                    if not ANTHROPIC_PROPERTY_KEY.match(str(key)):
+                        raise _RequestError(
+                            400,
+                            "invalid_request_error",
+                            f"{where}.properties: Property keys should match pattern '^[a-zA-Z0-9_.-]{{1,64}}$'",
+                        )
+            for key, value in node.items():
+                walk(value, f"{where}.{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{where}.{index}")
+
+    for schema in schemas:
+        walk(schema, "output_config.format.schema")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Prompt-cache emulation
 
@@ -830,6 +863,7 @@ class FakeLLMServer:
             self._send_fault_status(h, record, "anthropic", fault)
             return
         try:
+            _anthropic_schema_keys_check(body)
             plan = self._anthropic_plan(body, started)
         except _RequestError as err:
             self._send_error(h, record, "anthropic", err.status, err.error_type, err.message)

@@ -20,7 +20,9 @@ cache's key, so seats that share a schema share a cached prefix."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -39,20 +41,51 @@ def choice(values: Sequence[str | int]) -> Any:
     return Literal[distinct]
 
 
+PROPERTY_KEY = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
+
+
+def property_key(key: str, taken: set[str]) -> str:
+    """`key` as a property name Anthropic accepts (^[a-zA-Z0-9_.-]{1,64}$: a criterion named "Team familiarity"
+    would be refused with a 400), unique among `taken`."""
+    safe = key if PROPERTY_KEY.match(key) else re.sub(r"[^a-zA-Z0-9_.-]+", "_", key).strip("_") or "item"
+    if len(safe) > 64:
+        safe = f"{safe[:55]}_{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+    unique, n = safe, 2
+    while unique in taken:
+        unique = f"{safe[: 64 - len(str(n)) - 1]}_{n}"
+        n += 1
+    taken.add(unique)
+    return unique
+
+
 def one_per(name: str, keys: Sequence[str], item: Any, *, description: str = "") -> type[BaseModel]:
     """An object with one required property per key, each of type `item`: "one per criterion" by construction.
-    Properties are named by the keys themselves (field aliases), so read the answer with `by_alias`
-    (`model_dump(by_alias=True)` or `per_key`)."""
+    A property is named by its key where the key is a valid property name, else by a safe form of it
+    (`property_key`) titled with the key; read the answer with `per_key`, which gives the keys back."""
+    taken: set[str] = set()
     fields: dict[str, Any] = {
-        f"k{index}": (item, Field(alias=key, description=description or None))
+        f"k{index}": (item, Field(alias=property_key(key, taken), title=key, description=description or None))
         for index, key in enumerate(keys)
     }
     return create_model(name, __config__=STRICT, **fields)
 
 
 def per_key(model: BaseModel) -> dict[str, Any]:
-    """A `one_per` answer as {key: value} (values that are models stay models)."""
-    return {(info.alias or field): getattr(model, field) for field, info in type(model).model_fields.items()}
+    """A `one_per` answer as {key: value}, by the original keys (values that are models stay models)."""
+    return {
+        (info.title or info.alias or field): getattr(model, field)
+        for field, info in type(model).model_fields.items()
+    }
+
+
+def by_property(model: type[BaseModel], values: Mapping[str, Any]) -> dict[str, Any]:
+    """{key: value} by original keys (what `per_key` gives) as the properties of the `one_per` model: how a
+    simulated agent or a human form writes an answer the model's schema accepts."""
+    names = {
+        (info.title or info.alias or field): (info.alias or field)
+        for field, info in model.model_fields.items()
+    }
+    return {names.get(key, key): value for key, value in values.items()}
 
 
 def stated(**constraints: Any) -> Any:

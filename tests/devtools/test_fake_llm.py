@@ -245,6 +245,25 @@ async def test_anthropic_status_error_body_when_retries_run_out(server: FakeLLMS
 
 
 @pytest.mark.asyncio
+async def test_anthropic_refuses_a_schema_property_name_the_api_refuses(server: FakeLLMServer) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"Team familiarity": {"type": "string"}},
+        "required": ["Team familiarity"],
+        "additionalProperties": False,
+    }
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        await client(server).messages.create(
+            model="claude-sonnet-5-5",
+            max_tokens=50,
+            messages=[{"role": "user", "content": "hi"}],
+            output_config={"format": {"type": "json_schema", "schema": schema}},
+        )
+    assert "Property keys should match pattern" in str(caught.value)
+    assert server.requests[0].status == 400
+
+
+@pytest.mark.asyncio
 async def test_anthropic_midstream_error_after_partial_text(server: FakeLLMServer) -> None:
     server.faults.append(Fault("midstream", after_chars=20))
     received: list[str] = []
