@@ -58,14 +58,21 @@ def property_key(key: str, taken: set[str]) -> str:
     return unique
 
 
+def property_names(keys: Sequence[str]) -> dict[str, str]:
+    """{key: its property name} as `one_per` names them (the same keys in the same order give the same names):
+    how a simulated agent writes an answer keyed by criteria."""
+    taken: set[str] = set()
+    return {key: property_key(key, taken) for key in keys}
+
+
 def one_per(name: str, keys: Sequence[str], item: Any, *, description: str = "") -> type[BaseModel]:
     """An object with one required property per key, each of type `item`: "one per criterion" by construction.
     A property is named by its key where the key is a valid property name, else by a safe form of it
     (`property_key`) titled with the key; read the answer with `per_key`, which gives the keys back."""
-    taken: set[str] = set()
+    names = property_names(keys)
     fields: dict[str, Any] = {
-        f"k{index}": (item, Field(alias=property_key(key, taken), title=key, description=description or None))
-        for index, key in enumerate(keys)
+        f"k{index}": (item, Field(alias=names[key], title=key, description=description or None))
+        for index, key in enumerate(names)
     }
     return create_model(name, __config__=STRICT, **fields)
 

@@ -5,7 +5,10 @@ survived, scores every concern genuine vs stretch (1–5), checks whether the ch
 agreement and contested zones and 2–3 key narratives, and gives a binary verdict the human confirms or overrides.
 
 Softeners and hedges ("minor nitpick", "it depends", ...) are flagged, not refused: they are shown to the judge
-and to the human. Every rule of the protocol, including its graceful degradation, lives in this module:
+and to the human. So are a quote that is not the artifact's words and a ranking that is not by severity (the
+turn's flags, from `accept`); what a schema can carry (one concern per rank, one verdict per strength id, the
+score as an enum) the step's schema carries (schema.py). Every rule of the protocol, including its graceful
+degradation, lives in this module:
 
     one side fails   -> the judge judges the survivor alone           (mode "one-sided")
     both sides fail  -> the judge reviews the artifact alone          (mode "single")
@@ -22,9 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from debates import demo as demo_values
 from debates.contract import (
+    Accepted,
     DemoStart,
     Done,
     ExportFormat,
+    Flag,
     Plan,
     Protocol,
     RunView,
@@ -37,6 +42,7 @@ from debates.contract import (
 from debates.engine.registry import register
 from debates.protocols.adversarial import exports, schema, signals
 from debates.protocols.fallback import Chain, failure_reason
+from debates.protocols.schemas import at_most, said
 
 KEY_CASE = "r1/case/advocate"
 KEY_CONCERNS = "r1/concerns/challenger"
@@ -135,28 +141,64 @@ def concerns_texts(concerns: Mapping[str, Any]) -> dict[str, str]:
     return texts
 
 
-def _severity_errors(concerns: Sequence[schema.Concern]) -> list[str]:
-    ranks = [c.rank for c in concerns]
-    errors = [f"concern rank {r} is used twice" for r in sorted({r for r in ranks if ranks.count(r) > 1})]
-    errors += [f"no concern has rank {r}" for r in range(1, schema.CONCERN_COUNT + 1) if r not in ranks]
-    if errors:
-        return errors
-    ordered = sorted(concerns, key=lambda c: c.rank)
-    for higher, lower in zip(ordered, ordered[1:], strict=False):
-        if schema.SEVERITY_ORDER[lower.severity] > schema.SEVERITY_ORDER[higher.severity]:
-            errors.append(
-                f"concern rank {lower.rank} ({lower.severity}) is more severe than rank {higher.rank} "
-                f"({higher.severity}): rank the concerns by severity, most severe first"
+def _quote_flag(quote: str, where: str, label: str, material: str, artifact: str, flags: list[Flag]) -> str:
+    """The quote stripped; one that is not the artifact's words (or too short to pin a place down) is kept and
+    flagged, for the judge and the human to discount."""
+    quote = quote.strip()
+    if not quote_in(quote, material):
+        shown = f"“{quote[:80]}”" if quote else "an empty quote"
+        flags.append(Flag("unverified_quote", where, f"{label}: not the words of the {artifact}: {shown}."))
+    return quote
+
+
+def _texts(items: Sequence[str], limit: int, where: str, flags: list[Flag], what: str) -> list[str]:
+    """A list of free texts: empty ones dropped (flagged), the first `limit` kept (the rest flagged)."""
+    kept = []
+    for number, text in enumerate(items):
+        if text.strip():
+            kept.append(text.strip())
+        else:
+            flags.append(Flag("empty", f"{where}.{number}", f"An empty item of the {what} was dropped."))
+    return at_most(kept, limit, where, flags, what)
+
+
+def _too_few(count: int, least: int, where: str, flags: list[Flag], what: str) -> None:
+    if count < least:
+        flags.append(Flag("too_few", where, f"{count} {what} given, {least} asked for."))
+
+
+def _ranked_concerns(
+    by_rank: Mapping[str, Mapping[str, Any]], material: str, artifact: str, flags: list[Flag]
+) -> list[dict[str, Any]]:
+    """One concern per rank (the schema's one property per rank) as the stored list, most severe first; a
+    ranking that is not by severity is kept as the seat gave it and flagged."""
+    concerns = []
+    for index, rank in enumerate(sorted(by_rank, key=int)):
+        concern = by_rank[rank]
+        where = f"concerns.{index}"
+        concerns.append(
+            {
+                "rank": int(rank),
+                "severity": concern["severity"],
+                "title": said(concern["title"], f"{where}.title", flags, "title"),
+                "quote": _quote_flag(
+                    concern["quote"], f"{where}.quote", f"Concern #{rank}", material, artifact, flags
+                ),
+                "risk": said(concern["risk"], f"{where}.risk", flags, "risk"),
+                "fix": said(concern["fix"], f"{where}.fix", flags, "fix"),
+            }
+        )
+    for index, (higher, lower) in enumerate(zip(concerns, concerns[1:], strict=False), start=1):
+        if schema.SEVERITY_ORDER[lower["severity"]] > schema.SEVERITY_ORDER[higher["severity"]]:
+            flags.append(
+                Flag(
+                    "severity_order",
+                    f"concerns.{index}.severity",
+                    f"Concern #{lower['rank']} ({lower['severity']}) is more severe than #{higher['rank']} "
+                    f"({higher['severity']}): the ranking is not by severity.",
+                )
             )
-    return errors
-
-
-def _quote_errors(items: Sequence[tuple[str, str]], material: str, artifact: str) -> list[str]:
-    return [
-        f"{label}: the quote is not the words of the {artifact}: “{quote[:80]}”"
-        for label, quote in items
-        if not quote_in(quote, material)
-    ]
+    return concerns
 
 
 @register
@@ -329,7 +371,14 @@ class Adversarial(Protocol[AdversarialConfig]):
             seat="judge",
             stage="judgement",
             task="judgement",
-            schema=schema.AdversarialJudgement,
+            schema=schema.judgement_schema(
+                tuple(dict.fromkeys(str(s["id"]) for s in (case or {}).get("strengths", []))),
+                tuple(
+                    str(rank)
+                    for rank in sorted({int(c["rank"]) for c in (concerns or {}).get("concerns", [])})
+                ),
+                case is not None,
+            ),
             context={
                 "name": view.seats["judge"].name,
                 "lens": view.seats["judge"].lens,
@@ -368,74 +417,165 @@ class Adversarial(Protocol[AdversarialConfig]):
             "challenger": softeners_find(concerns_texts(concerns)) if concerns else [],
         }
 
-    # --- validation beyond the schema -----------------------------------------------------------------------
+    # --- accepting an answer: what code knows filled in, what no schema can check flagged ------------------
 
-    def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
+    def accept(self, step: Step, payload: BaseModel, view: RunView) -> Accepted:
+        answer = payload.model_dump(mode="json", by_alias=True)
         artifact = str(step.context.get("artifact_type") or "artifact")
-        material = view.material
-        if isinstance(payload, schema.AdvocateCase):
-            ids = [s.id for s in payload.strengths]
-            errors = [f"strength id {i} is used twice" for i in sorted({i for i in ids if ids.count(i) > 1})]
-            return errors + _quote_errors(
-                [(f"strength {s.id}", s.quote) for s in payload.strengths], material, artifact
-            )
-        if isinstance(payload, schema.ChallengerConcerns):
-            return _severity_errors(payload.concerns) + _quote_errors(
-                [(f"concern rank {c.rank}", c.quote) for c in payload.concerns], material, artifact
-            )
-        if isinstance(payload, schema.AdversarialJudgement):
-            return self._validate_judgement(step, payload)
-        if isinstance(payload, schema.SingleReview):
-            return (
-                _severity_errors(payload.concerns)
-                + _quote_errors(
-                    [(f"strength {n}", s.quote) for n, s in enumerate(payload.strengths, start=1)],
-                    material,
-                    artifact,
-                )
-                + _quote_errors(
-                    [(f"concern rank {c.rank}", c.quote) for c in payload.concerns], material, artifact
-                )
-            )
-        return []
-
-    def _validate_judgement(self, step: Step, payload: schema.AdversarialJudgement) -> list[str]:
-        case, concerns = step.context.get("case"), step.context.get("concerns")
-        errors: list[str] = []
-        expected = [c["rank"] for c in concerns["concerns"]] if concerns else []
-        given = [a.rank for a in payload.concern_assessments]
-        if not concerns and given:
-            errors.append("the challenger failed: there are no concerns to assess")
+        flags: list[Flag] = []
+        if step.task == "case":
+            stored = self._case_accept(answer, view.material, artifact, flags)
+        elif step.task == "concerns":
+            stored = self._concerns_accept(answer, view.material, artifact, flags)
+        elif step.task == "judgement":
+            stored = self._judgement_accept(answer, step, flags)
         else:
-            errors += [f"concern rank {r} is not assessed" for r in sorted(set(expected) - set(given))]
-            errors += [
-                f"concern rank {r} is assessed twice"
-                for r in sorted({r for r in given if given.count(r) > 1})
-            ]
-            errors += [f"there is no concern of rank {r}" for r in sorted(set(given) - set(expected))]
-        if concerns and payload.pulled_punches is None:
-            errors.append(
-                "pulled_punches: say whether the challenger's concerns were genuine or performative"
+            stored = self._review_accept(answer, view.material, artifact, flags)
+        return Accepted(stored, tuple(flags))
+
+    @staticmethod
+    def _case_accept(
+        answer: Mapping[str, Any], material: str, artifact: str, flags: list[Flag]
+    ) -> dict[str, Any]:
+        given = at_most(answer["strengths"], schema.STRENGTHS_MAX, "strengths", flags, "strengths")
+        _too_few(len(given), schema.STRENGTHS_MIN, "strengths", flags, "strengths")
+        strengths = []
+        for index, strength in enumerate(given):
+            strength_id, where = f"s{index + 1}", f"strengths.{index}"
+            strengths.append(
+                {
+                    "id": strength_id,  # numbered by code, in the advocate's order
+                    "point": said(strength["point"], f"{where}.point", flags, "point"),
+                    "quote": _quote_flag(
+                        strength["quote"],
+                        f"{where}.quote",
+                        f"Strength {strength_id}",
+                        material,
+                        artifact,
+                        flags,
+                    ),
+                    "why_it_matters": said(strength["why_it_matters"], f"{where}.why_it_matters", flags),
+                }
             )
-        for a in payload.concern_assessments:
-            if a.genuine == "genuine" and a.score < 3:
-                errors.append(f"concern rank {a.rank}: a genuine concern scores 3–5, not {a.score}")
-            if a.genuine == "stretch" and a.score > 2:
-                errors.append(f"concern rank {a.rank}: a stretch scores 1–2, not {a.score}")
-            if not case and a.addressed_by_advocate:
-                errors.append(f"concern rank {a.rank}: the advocate failed, so it cannot have addressed it")
-        strength_ids = {s["id"] for s in case["strengths"]} if case else set()
-        named = [s.strength_id for s in payload.surviving_arguments]
-        errors += [
-            f"surviving argument {i}: the advocate has no strength {i}"
-            for i in named
-            if i not in strength_ids
-        ]
-        errors += [
-            f"strength {i} is listed as surviving twice"
-            for i in sorted({i for i in named if named.count(i) > 1})
-        ]
-        return errors
+        blockers = at_most(
+            answer["addressable_blockers"], schema.LIST_MAX, "addressable_blockers", flags, "blockers"
+        )
+        return {
+            "summary": said(answer["summary"], "summary", flags, "summary"),
+            "strengths": strengths,
+            "tradeoffs_acknowledged": _texts(
+                answer["tradeoffs_acknowledged"],
+                schema.LIST_MAX,
+                "tradeoffs_acknowledged",
+                flags,
+                "trade-offs",
+            ),
+            "addressable_blockers": [
+                {
+                    "blocker": said(b["blocker"], f"addressable_blockers.{n}.blocker", flags, "blocker"),
+                    "how_addressed": said(
+                        b["how_addressed"], f"addressable_blockers.{n}.how_addressed", flags, "fix"
+                    ),
+                }
+                for n, b in enumerate(blockers)
+            ],
+        }
+
+    @staticmethod
+    def _concerns_accept(
+        answer: Mapping[str, Any], material: str, artifact: str, flags: list[Flag]
+    ) -> dict[str, Any]:
+        acknowledged = _texts(
+            answer["acknowledged_strengths"],
+            schema.ACKNOWLEDGED_MAX,
+            "acknowledged_strengths",
+            flags,
+            "acknowledged strengths",
+        )
+        return {
+            "acknowledged_strengths": acknowledged,
+            "concerns": _ranked_concerns(answer["concerns"], material, artifact, flags),
+        }
+
+    @staticmethod
+    def _judgement_accept(answer: Mapping[str, Any], step: Step, flags: list[Flag]) -> dict[str, Any]:
+        advocate = step.context.get("case") is not None
+        verdicts = (answer.get("advocate_strengths") or {}).items()
+        survived: dict[bool, list[dict[str, str]]] = {True: [], False: []}
+        for strength_id, verdict in verdicts:
+            kept = survived[bool(verdict["survived"])]
+            where = f"{'surviving' if verdict['survived'] else 'fallen'}_arguments.{len(kept)}.why"
+            kept.append({"strength_id": strength_id, "why": said(verdict["why"], where, flags, "reason")})
+        assessments = []
+        for rank, assessed in sorted(
+            (answer.get("concern_assessments") or {}).items(), key=lambda i: int(i[0])
+        ):
+            score = int(assessed["score"])
+            assessments.append(
+                {
+                    "rank": int(rank),
+                    # Without an advocate nothing was addressed: the schema does not ask.
+                    "addressed_by_advocate": bool(assessed.get("addressed_by_advocate")) and advocate,
+                    "genuine": "genuine" if score >= schema.GENUINE_FROM else "stretch",
+                    "score": score,
+                    "note": assessed["note"].strip(),
+                }
+            )
+        pulled = answer.get("pulled_punches")
+        narratives = _texts(
+            answer["key_narratives"], schema.NARRATIVES_MAX, "key_narratives", flags, "key narratives"
+        )
+        _too_few(len(narratives), schema.NARRATIVES_MIN, "key_narratives", flags, "key narratives")
+        return {
+            "surviving_arguments": survived[True],
+            "fallen_arguments": survived[
+                False
+            ],  # the judge's reasons are kept for the strengths that fell too
+            "concern_assessments": assessments,
+            "pulled_punches": {
+                "verdict": pulled["verdict"],
+                "explanation": said(
+                    pulled["explanation"], "pulled_punches.explanation", flags, "explanation"
+                ),
+            }
+            if pulled
+            else None,
+            "agreement_zones": _texts(
+                answer["agreement_zones"], schema.LIST_MAX, "agreement_zones", flags, "agreement zones"
+            ),
+            "contested_zones": _texts(
+                answer["contested_zones"], schema.LIST_MAX, "contested_zones", flags, "contested zones"
+            ),
+            "key_narratives": narratives,
+            "verdict": answer["verdict"],
+            "rationale": said(answer["rationale"], "rationale", flags, "rationale"),
+        }
+
+    @staticmethod
+    def _review_accept(
+        answer: Mapping[str, Any], material: str, artifact: str, flags: list[Flag]
+    ) -> dict[str, Any]:
+        given = at_most(answer["strengths"], schema.REVIEW_STRENGTHS_MAX, "strengths", flags, "strengths")
+        narratives = _texts(
+            answer["key_narratives"], schema.NARRATIVES_MAX, "key_narratives", flags, "key narratives"
+        )
+        _too_few(len(narratives), schema.NARRATIVES_MIN, "key_narratives", flags, "key narratives")
+        return {
+            "summary": said(answer["summary"], "summary", flags, "summary"),
+            "strengths": [
+                {
+                    "point": said(s["point"], f"strengths.{n}.point", flags, "point"),
+                    "quote": _quote_flag(
+                        s["quote"], f"strengths.{n}.quote", f"Strength {n + 1}", material, artifact, flags
+                    ),
+                }
+                for n, s in enumerate(given)
+            ],
+            "concerns": _ranked_concerns(answer["concerns"], material, artifact, flags),
+            "key_narratives": narratives,
+            "verdict": answer["verdict"],
+            "rationale": said(answer["rationale"], "rationale", flags, "rationale"),
+        }
 
     # --- progress and outcome -------------------------------------------------------------------------------
 

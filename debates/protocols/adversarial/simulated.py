@@ -208,7 +208,6 @@ def _case(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             point = f"On {framework[(number - 1) % len(framework)]}: {_lower_first(point)}"
         strengths.append(
             {
-                "id": f"s{number}",
                 "point": point,
                 "quote": sentences[index],
                 "why_it_matters": rng.choice(WHY_IT_MATTERS),
@@ -276,6 +275,11 @@ def _five_concerns(rng: random.Random, request: AgentRequest, *, soften: bool) -
     return concerns
 
 
+def _by_rank(concerns: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The schema's shape: one concern per rank, keyed by the rank (code puts the rank back into the item)."""
+    return {str(c["rank"]): {k: v for k, v in c.items() if k != "rank"} for c in concerns}
+
+
 def _concerns(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     artifact = request.step.context.get("artifact_type") or "proposal"
     concerns = _five_concerns(rng, request, soften=_uses(request, "challenger"))
@@ -286,7 +290,11 @@ def _concerns(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         frame.format(artifact=artifact, short=_shorten(spared[i]))
         for frame, i in zip(ACKNOWLEDGED, _pick(rng, spared, rng.randint(1, 2)), strict=False)
     ]
-    return {"acknowledged_strengths": acknowledged, "concerns": concerns}
+    return {"acknowledged_strengths": acknowledged, "concerns": _by_rank(concerns)}
+
+
+SURVIVED = "Quoted from the artifact and not undermined by any genuine concern."
+FELL = "A genuine concern attacks the very words this strength quotes."
 
 
 def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
@@ -337,7 +345,7 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
 
     strengths = list((case or {}).get("strengths", []))
     surviving = [
-        {"strength_id": s["id"], "why": "Quoted from the artifact and not undermined by any genuine concern."}
+        {"strength_id": s["id"], "why": SURVIVED}
         for s in strengths
         if _norm(s["quote"]) not in genuine_quotes
     ]
@@ -403,10 +411,30 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         if serious
         else "no more than one serious concern stands unanswered, and the advocate's quoted strengths hold."
     )
+    # The judge's schema: one verdict per strength id, one assessment per concern rank (keyed by what exists),
+    # whether a concern was addressed only when there is an advocate; genuine follows from the score.
+    answer: dict[str, Any] = {}
+    if strengths:
+        survived = {s["strength_id"] for s in surviving}
+        answer["advocate_strengths"] = {
+            s["id"]: {
+                "survived": s["id"] in survived,
+                "why": SURVIVED if s["id"] in survived else FELL,
+            }
+            for s in strengths
+        }
+    if challenge:
+        answer["concern_assessments"] = {
+            str(a["rank"]): {
+                **({"addressed_by_advocate": a["addressed_by_advocate"]} if case else {}),
+                "score": a["score"],
+                "note": a["note"],
+            }
+            for a in assessments
+        }
+        answer["pulled_punches"] = pulled
     return {
-        "surviving_arguments": surviving,
-        "concern_assessments": assessments,
-        "pulled_punches": pulled,
+        **answer,
         "agreement_zones": agreement[:6],
         "contested_zones": contested[:6],
         "key_narratives": narratives[:3],
@@ -429,7 +457,7 @@ def _review(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         "summary": f"Single-agent review of the {artifact}: {len(strengths)} strengths, 5 ranked concerns, "
         f"{len(critical)} of them critical.",
         "strengths": strengths,
-        "concerns": concerns,
+        "concerns": _by_rank(concerns),
         "key_narratives": [
             f"Most severe: {concerns[0]['title'].lower()} ({concerns[0]['severity']}).",
             f"Verdict {verdict}: {len(critical)} critical concern{'s' if len(critical) != 1 else ''}.",

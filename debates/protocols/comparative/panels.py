@@ -3,6 +3,7 @@ streams and in frames rendered without the database)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django import template
@@ -10,6 +11,47 @@ from django import template
 from debates.protocols.comparative.protocol import hedges_find, opening_texts, rebuttal_texts
 
 register = template.Library()
+
+
+def _records(value: Any, key: str, text: str = "") -> list[dict[str, Any]]:
+    """A stored list of records as it is, or an answer's object keyed by `key` (criterion, rebuttal id, ...) as that
+    list: each property's value with its key filled in ("": not kept), a text value under `text`."""
+    if isinstance(value, list):
+        return [dict(item) for item in value if isinstance(item, Mapping)]
+    if not isinstance(value, Mapping):
+        return []
+    records = []
+    for name, item in value.items():
+        if isinstance(item, Mapping):
+            records.append({key: name, **item} if key else dict(item))
+        elif text and isinstance(item, str):
+            records.append({key: name, text: item})
+    return records
+
+
+@register.filter
+def as_stored(data: Any, task: str) -> dict[str, Any]:
+    """A turn's data in the stored shape. A committed turn is stored so already; a streaming one comes in its
+    step's schema shape (one property per criterion, per risk, per stakeholder, per attack, per rebuttal id),
+    which `accept` maps to lists when it commits: the same mapping here, as far as the answer has streamed."""
+    if not isinstance(data, Mapping):
+        return {}
+    shaped = dict(data)
+    if task == "opening":
+        arguments = _records(data.get("arguments"), "criterion")
+        shaped["arguments"] = [{"id": f"c{n}", **a} for n, a in enumerate(arguments, start=1)]
+        shaped["risks_of_other"] = _records(data.get("risks_of_other"), "")
+        shaped["stakeholders"] = _records(data.get("stakeholders"), "stakeholder", "response")
+    elif task == "rebuttal":
+        shaped["rebuttals"] = _records(data.get("rebuttals"), "")
+        acknowledged = data.get("acknowledged_strong")
+        shaped["acknowledged_strong"] = (
+            [str(a) for a in acknowledged] if isinstance(acknowledged, list) else []
+        )
+    elif task == "judgement":
+        shaped["criterion_scores"] = _records(data.get("criterion_scores"), "criterion")
+        shaped["rebuttal_analysis"] = _records(data.get("rebuttal_analysis"), "rebuttal_id")
+    return shaped
 
 
 @register.filter
@@ -20,3 +62,22 @@ def opening_hedges(data: Any) -> list[dict[str, str]]:
 @register.filter
 def rebuttal_hedges(data: Any) -> list[dict[str, str]]:
     return hedges_find(rebuttal_texts(data)) if isinstance(data, dict) else []
+
+
+@register.filter
+def item_path(field: str, index: int) -> str:
+    """The path of a list item in a stored payload ("arguments", 0 -> "arguments.0"), as a flag's `where` names it."""
+    return f"{field}.{index}"
+
+
+@register.filter
+def flags_at(flags: Any, where: str) -> list[Mapping[str, Any]]:
+    """The flags on the item at `where` or inside it ("arguments.0" holds "arguments.0.claim")."""
+    if isinstance(flags, str) or not isinstance(flags, Sequence):  # a body rendered without its flags
+        return []
+    return [
+        f
+        for f in flags
+        if isinstance(f, Mapping)
+        and (f.get("where") == where or str(f.get("where", "")).startswith(f"{where}."))
+    ]

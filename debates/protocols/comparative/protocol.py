@@ -2,8 +2,12 @@
 option A through the long-term strategic lens, advocate B for option B through the pragmatic near-term lens, in
 parallel; in team mode each then rebuts exactly 3 of the other's claims; a judge scores every criterion 1–5, the
 rebuttals SURVIVE / COLLAPSE, audits the arguments and recommends. Code recomputes the judge's weighted scorecard
-and the "within 5 %" rule and shows every mismatch instead of correcting it. The fallback chain team → subagent
-→ single → raw outputs, the evidence-review gate and the human's pick all live in this module."""
+and the "within 5 %" rule and shows every mismatch instead of correcting it. Each step's schema is built from the
+run's state (schema.py), so every criterion argued and scored, three risks, every stakeholder addressed and every
+rebuttal scored hold by construction; `accept` fills in the claim ids, criteria and quotes and flags what no schema
+can check (an empty text, a closing not of 3 sentences, a claim attacked twice, too few or too many items). The
+fallback chain team → subagent → single → raw outputs, the evidence-review gate and the human's pick all live in
+this module."""
 
 from __future__ import annotations
 
@@ -16,9 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from debates import demo as demo_values
 from debates.contract import (
+    Accepted,
     DemoStart,
     Done,
     ExportFormat,
+    Flag,
     Plan,
     Protocol,
     RunView,
@@ -31,6 +37,7 @@ from debates.contract import (
 from debates.engine.registry import register
 from debates.protocols.comparative import exports, schema, signals
 from debates.protocols.fallback import Chain, failure_reason
+from debates.protocols.schemas import at_most, per_key, said
 
 WEIGHTS = {"High": 3, "Medium": 2, "Low": 1}
 WEIGHT_LETTER = {"High": "H", "Medium": "M", "Low": "L"}
@@ -678,7 +685,11 @@ class Comparative(Protocol[ComparativeConfig]):
             seat=f"advocate-{option.lower()}",
             stage="openings",
             task="opening",
-            schema=schema.Opening,
+            schema=schema.opening_schema(
+                tuple(c["name"] for c in setup.criteria),
+                tuple(schema.stakeholder_names(setup.stakeholders)),
+                tuple(schema.evidence_sources(setup.evidence)),
+            ),
             sees=("r0/",),  # openings are independent: neither advocate reads the other's
             context={
                 **common,
@@ -699,7 +710,10 @@ class Comparative(Protocol[ComparativeConfig]):
             seat=f"advocate-{option.lower()}",
             stage="rebuttals",
             task="rebuttal",
-            schema=schema.Rebuttals,
+            # The claim ids of both openings (c1.. in criteria order for each): one schema for both rebuttals.
+            schema=schema.rebuttals_schema(
+                tuple(dict.fromkeys(a["id"] for o in "AB" for a in (openings[o] or {}).get("arguments", [])))
+            ),
             sees=("r0/", "r1/"),  # both openings, never the other side's rebuttal
             context={
                 **self._common(view, setup),
@@ -721,34 +735,35 @@ class Comparative(Protocol[ComparativeConfig]):
         openings: Mapping[str, Mapping[str, Any] | None],
         rebuttals: Mapping[str, Mapping[str, Any] | None],
     ) -> Step:
+        missing = [o for o in "AB" if openings[o] is None] if chain.mode != "single" else ["A", "B"]
+        items = rebuttals_list(openings, rebuttals)
         return Step(
             key=KEY_JUDGEMENT,
             seat="judge",
             stage="judgement",
             task="judgement",
-            schema=schema.Judgement,
+            schema=schema.judgement_schema(
+                tuple(c["name"] for c in setup.criteria),
+                tuple(r["id"] for r in items),
+                schema.convincing_values(missing),
+            ),
             # Below team mode the judge scores the openings only, so a surviving lone rebuttal is kept from it.
             sees=None if chain.mode == "team" else ("r0/", "r1/"),
             context={
                 **self._common(view, setup),
                 "mode": chain.mode,
                 "openings": {o: dict(p) if p else None for o, p in openings.items()},
-                "missing": [o for o in "AB" if openings[o] is None] if chain.mode != "single" else ["A", "B"],
-                "rebuttals": rebuttals_list(openings, rebuttals),
+                "missing": missing,
+                "rebuttals": items,
                 "hedging": {o: hedges_find(opening_texts(p)) if p else [] for o, p in openings.items()},
                 "notes": [d["reason"] for d in chain.degradations] + chain.notes,
             },
         )
 
-    # --- validation beyond the schema -------------------------------------------------------------------------
+    # --- validation and acceptance ----------------------------------------------------------------------------
 
     def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
-        if isinstance(payload, schema.Opening):
-            return self._validate_opening(step, payload)
-        if isinstance(payload, schema.Rebuttals):
-            return self._validate_rebuttals(step, payload)
-        if isinstance(payload, schema.Judgement):
-            return self._validate_judgement(step, payload)
+        """The agents' steps carry their contract in their schemas; only the human's review can be unusable."""
         if isinstance(payload, schema.EvidenceReview):
             if payload.choice == "adjust_criteria" and not payload.criteria:
                 return ["criteria: adjusting the criteria needs at least one criterion"]
@@ -758,88 +773,15 @@ class Comparative(Protocol[ComparativeConfig]):
             ]
         return []
 
-    def _validate_opening(self, step: Step, payload: schema.Opening) -> list[str]:
-        errors = _criteria_coverage(
-            step.context["criteria"], [a.criterion for a in payload.arguments], "arguments", "argued"
-        )
-        ids = [a.id for a in payload.arguments]
-        errors += [
-            f"arguments: claim id {i} is used twice" for i in sorted({i for i in ids if ids.count(i) > 1})
-        ]
-        count = sentences_count(payload.closing)
-        if count != 3:
-            errors.append(f"closing: write exactly 3 sentences (this closing has {count})")
-        addressed = {_norm(s.stakeholder) for s in payload.stakeholders}
-        for stakeholder in step.context["stakeholders"]:
-            if _norm(stakeholder["name"]) not in addressed:
-                known = f" (known position: {stakeholder['position']})" if stakeholder.get("position") else ""
-                errors.append(f"stakeholders: address {stakeholder['name']}{known}")
-        return errors
-
-    def _validate_rebuttals(self, step: Step, payload: schema.Rebuttals) -> list[str]:
-        claims = {a["id"]: a for a in step.context["opponent_opening"].get("arguments", [])}
-        wanted = min(3, len(claims))
-        errors = []
-        if len(payload.rebuttals) != wanted:
-            errors.append(
-                f"rebuttals: attack exactly {wanted} of the opponent's claims (not {len(payload.rebuttals)})"
-            )
-        targets = [r.claim_id for r in payload.rebuttals]
-        errors += [
-            f"rebuttals: claim {c} is attacked twice"
-            for c in sorted({c for c in targets if targets.count(c) > 1})
-        ]
-        for number, rebuttal in enumerate(payload.rebuttals):
-            claim = claims.get(rebuttal.claim_id)
-            if claim is None:
-                errors.append(f"rebuttals[{number}].claim_id: the opponent has no claim {rebuttal.claim_id}")
-            elif _norm(rebuttal.quoted_claim) not in _norm(claim["claim"]) or len(
-                _norm(rebuttal.quoted_claim).split()
-            ) < min(3, len(_norm(claim["claim"]).split())):
-                errors.append(
-                    f"rebuttals[{number}].quoted_claim: not the words of the opponent's claim {rebuttal.claim_id}"
-                )
-        for claim_id in payload.acknowledged_strong:
-            if claim_id not in claims:
-                errors.append(f"acknowledged_strong: the opponent has no claim {claim_id}")
-            elif claim_id in targets:
-                errors.append(f"acknowledged_strong: {claim_id} is both acknowledged as strong and attacked")
-        return errors
-
-    def _validate_judgement(self, step: Step, payload: schema.Judgement) -> list[str]:
-        context = step.context
-        errors = _criteria_coverage(
-            context["criteria"], [s.criterion for s in payload.criterion_scores], "criterion_scores", "scored"
-        )
-        errors += _criteria_coverage(
-            context["criteria"],
-            [r.criterion for r in payload.scorecard.rows],
-            "scorecard",
-            "in the scorecard",
-        )
-        ids = [r["id"] for r in context["rebuttals"]]
-        given = [r.rebuttal_id for r in payload.rebuttal_analysis]
-        if ids:
-            errors += [f"rebuttal_analysis: score rebuttal {i}" for i in ids if i not in given]
-            errors += [f"rebuttal_analysis: there is no rebuttal {i}" for i in given if i not in ids]
-            errors += [
-                f"rebuttal_analysis: {i} is scored twice"
-                for i in sorted({i for i in given if given.count(i) > 1})
-            ]
-        elif given:
-            errors.append(
-                f"rebuttal_analysis: there were no rebuttals in {context['mode']} mode; leave it empty"
-            )
-        decisive = payload.recommendation.decisive_rebuttal
-        if decisive and decisive not in ids:
-            errors.append(f"recommendation.decisive_rebuttal: there is no rebuttal {decisive}")
-        if not context["missing"]:
-            errors += [
-                f"criterion_scores: say which advocate was more convincing on {s.criterion} (A, B or even)"
-                for s in payload.criterion_scores
-                if s.more_convincing == "n/a"
-            ]
-        return errors
+    def accept(self, step: Step, payload: BaseModel, view: RunView) -> Accepted:
+        flags: list[Flag] = []
+        if step.task == "opening":
+            return Accepted(opening_accept(payload, flags), tuple(flags))
+        if step.task == "rebuttal":
+            return Accepted(rebuttals_accept(step, payload, flags), tuple(flags))
+        if step.task == "judgement":
+            return Accepted(judgement_accept(step, payload, flags), tuple(flags))
+        return super().accept(step, payload, view)
 
     # --- the human's evidence-review form ----------------------------------------------------------------------
 
@@ -932,22 +874,226 @@ class Comparative(Protocol[ComparativeConfig]):
         return outcome
 
 
-def _criteria_coverage(
-    criteria: Sequence[Mapping[str, Any]], named: Sequence[str], field_name: str, verb: str
-) -> list[str]:
-    wanted = {_norm(c["name"]): c["name"] for c in criteria}
-    given = [_norm(n) for n in named]
-    errors = [f"{field_name}: {name} is not {verb}" for key, name in wanted.items() if key not in given]
-    errors += [
-        f"{field_name}: {n!r} is not one of the criteria"
-        for n, g in zip(named, given, strict=True)
-        if g not in wanted
+# --- what accept fills and flags ------------------------------------------------------------------------------
+
+
+def too_few(items: Sequence[Any], least: int, where: str, flags: list[Flag], what: str) -> None:
+    """Fewer items than the seed asks for: kept as they are, and flagged."""
+    if len(items) < least:
+        flags.append(Flag("too_few", where, f"{len(items)} {what} given, at least {least} asked."))
+
+
+def texts_said(items: Sequence[str], where: str, flags: list[Flag], what: str) -> list[str]:
+    return [said(text, f"{where}.{index}", flags, what) for index, text in enumerate(items)]
+
+
+def opening_accept(payload: BaseModel, flags: list[Flag]) -> dict[str, Any]:
+    """An opening as stored: its arguments numbered c1.. in criteria order with their criterion filled in, the
+    risks and stakeholder responses as lists. Flagged: an empty text, more than 5 sources cited, a closing that is
+    not 3 sentences."""
+    answer: Any = payload
+    arguments = []
+    for index, (criterion, given) in enumerate(per_key(answer.arguments).items()):
+        where = f"arguments.{index}"
+        cited = list(dict.fromkeys(getattr(given, "evidence", [])))
+        arguments.append(
+            {
+                "id": f"c{index + 1}",
+                "criterion": criterion,
+                "claim": said(given.claim, f"{where}.claim", flags, "claim"),
+                "why_ours_scores_well": said(
+                    given.why_ours_scores_well, f"{where}.why_ours_scores_well", flags, "case for this option"
+                ),
+                "why_theirs_falls_short": said(
+                    given.why_theirs_falls_short,
+                    f"{where}.why_theirs_falls_short",
+                    flags,
+                    "case against the other",
+                ),
+                "evidence": at_most(
+                    cited, schema.MAX_SOURCES_CITED, f"{where}.evidence", flags, "sources cited"
+                ),
+            }
+        )
+    risks = [
+        {
+            "risk": said(risk.risk, f"risks_of_other.{index}.risk", flags, "risk"),
+            "evidence": said(
+                risk.evidence, f"risks_of_other.{index}.evidence", flags, "evidence of the risk"
+            ),
+        }
+        for index, risk in enumerate(getattr(answer.risks_of_other, key) for key in schema.RISK_KEYS)
     ]
-    errors += [
-        f"{field_name}: {wanted[g]} appears twice"
-        for g in sorted({g for g in given if given.count(g) > 1 and g in wanted})
+    responses = per_key(answer.stakeholders) if "stakeholders" in type(answer).model_fields else {}
+    stakeholders = [
+        {"stakeholder": name, "response": said(text, f"stakeholders.{index}.response", flags, "response")}
+        for index, (name, text) in enumerate(responses.items())
     ]
-    return errors
+    closing = said(answer.closing, "closing", flags, "closing")
+    if closing and (count := sentences_count(closing)) != 3:
+        flags.append(Flag("sentence_count", "closing", f"The closing has {count} sentences, not 3."))
+    return {"arguments": arguments, "risks_of_other": risks, "stakeholders": stakeholders, "closing": closing}
+
+
+def rebuttals_accept(step: Step, payload: BaseModel, flags: list[Flag]) -> dict[str, Any]:
+    """A rebuttal as stored: each attack with the targeted claim's words quoted by code. Flagged: a claim attacked
+    twice, a claim both attacked and conceded as strong, an empty text, more than 6 concessions."""
+    answer: Any = payload
+    claims = {a["id"]: a for a in step.context["opponent_opening"].get("arguments", [])}
+    rebuttals: list[dict[str, Any]] = []
+    for index, given in enumerate(per_key(answer.rebuttals).values()):
+        where = f"rebuttals.{index}"
+        claim = claims.get(given.claim_id)
+        if claim is None:  # the enum spans both openings' ids; a legacy opening may lack one
+            flags.append(
+                Flag("unknown_claim", f"{where}.claim_id", f"The opponent made no claim {given.claim_id}.")
+            )
+        if any(r["claim_id"] == given.claim_id for r in rebuttals):
+            flags.append(
+                Flag(
+                    "attacked_twice",
+                    f"{where}.claim_id",
+                    f"Claim {given.claim_id} is attacked more than once.",
+                )
+            )
+        rebuttals.append(
+            {
+                "claim_id": given.claim_id,
+                "quoted_claim": claim["claim"] if claim else "",
+                "failure": given.failure,
+                "why_it_fails": said(given.why_it_fails, f"{where}.why_it_fails", flags, "reason it fails"),
+                "counter_evidence": said(
+                    given.counter_evidence, f"{where}.counter_evidence", flags, "counter-evidence"
+                ),
+            }
+        )
+    acknowledged = at_most(
+        list(dict.fromkeys(answer.acknowledged_strong)),
+        schema.MAX_ACKNOWLEDGED,
+        "acknowledged_strong",
+        flags,
+        "claims acknowledged",
+    )
+    attacked = {r["claim_id"] for r in rebuttals}
+    flags += [
+        Flag(
+            "acknowledged_and_attacked",
+            f"acknowledged_strong.{index}",
+            f"Claim {claim_id} is both acknowledged as strong and attacked.",
+        )
+        for index, claim_id in enumerate(acknowledged)
+        if claim_id in attacked
+    ]
+    return {"rebuttals": rebuttals, "acknowledged_strong": acknowledged}
+
+
+def judgement_accept(step: Step, payload: BaseModel, flags: list[Flag]) -> dict[str, Any]:
+    """A judgement as stored: scores and scorecard rows as lists named by criterion, each rebuttal's verdict with
+    the targeted claim and the rebuttal quoted by code. Flagged: an empty text, fewer or more items than the seed
+    asks for. The judge's arithmetic is kept as written: code recomputes it in the outcome and shows mismatches."""
+    answer: Any = payload
+    fields = type(answer).model_fields
+    scores = []
+    for index, (criterion, given) in enumerate(per_key(answer.criterion_scores).items()):
+        where = f"criterion_scores.{index}"
+        scores.append(
+            {
+                "criterion": criterion,
+                "score_a": given.score_a,
+                "score_b": given.score_b,
+                "justification_a": said(
+                    given.justification_a, f"{where}.justification_a", flags, "justification"
+                ),
+                "justification_b": said(
+                    given.justification_b, f"{where}.justification_b", flags, "justification"
+                ),
+                "more_convincing": given.more_convincing,
+            }
+        )
+    rebuttals = {r["id"]: r for r in step.context["rebuttals"]}
+    analysis = []
+    for rebuttal_id, given in (
+        per_key(answer.rebuttal_analysis) if "rebuttal_analysis" in fields else {}
+    ).items():
+        item = rebuttals.get(rebuttal_id, {})
+        analysis.append(
+            {
+                "rebuttal_id": rebuttal_id,
+                "targeted_claim": item.get("quoted_claim", ""),
+                "rebuttal": f"{item.get('failure', '')}: {item.get('why_it_fails', '')}",
+                "effectiveness": given.effectiveness,
+                "verdict": given.verdict,
+            }
+        )
+    audit = {
+        name: [
+            {
+                "advocate": f.advocate,
+                "instance": said(f.instance, f"audit.{name}.{index}.instance", flags, "finding"),
+            }
+            for index, f in enumerate(
+                at_most(getattr(answer.audit, name), schema.MAX_FINDINGS, f"audit.{name}", flags, "findings")
+            )
+        ]
+        for name in schema.Audit.model_fields
+    }
+    rows = [
+        {
+            "criterion": criterion,
+            "weight": row.weight,
+            "weighted_a": row.weighted_a,
+            "weighted_b": row.weighted_b,
+        }
+        for criterion, row in per_key(answer.scorecard.rows).items()
+    ]
+    given_recommendation = answer.recommendation
+    recommendation = {
+        "option": given_recommendation.option,
+        "its_close": given_recommendation.its_close,
+        "rationale": said(given_recommendation.rationale, "recommendation.rationale", flags, "rationale"),
+        "decisive_rebuttal": getattr(given_recommendation, "decisive_rebuttal", ""),
+    }
+    conditions = {}
+    for name in ("choose_a_if", "choose_b_if"):
+        where = f"decision_conditions.{name}"
+        given = getattr(answer.decision_conditions, name)
+        too_few(given, schema.CONDITIONS[0], where, flags, "conditions")
+        conditions[name] = texts_said(
+            at_most(given, schema.CONDITIONS[1], where, flags, "conditions"), where, flags, "condition"
+        )
+    too_few(answer.open_questions, schema.OPEN_QUESTIONS[0], "open_questions", flags, "open questions")
+    questions = at_most(
+        answer.open_questions, schema.OPEN_QUESTIONS[1], "open_questions", flags, "open questions"
+    )
+    too_few(answer.key_risks, schema.KEY_RISKS[0], "key_risks", flags, "key risks")
+    risks = [
+        {
+            "risk": said(r.risk, f"key_risks.{index}.risk", flags, "risk"),
+            "likelihood": r.likelihood,
+            "mitigation": said(r.mitigation, f"key_risks.{index}.mitigation", flags, "mitigation"),
+        }
+        for index, r in enumerate(
+            at_most(answer.key_risks, schema.KEY_RISKS[1], "key_risks", flags, "key risks")
+        )
+    ]
+    zones = {
+        name: texts_said(
+            at_most(getattr(answer, name), schema.MAX_ZONES, name, flags, "zones"), name, flags, "zone"
+        )
+        for name in ("agreement_zones", "contested_zones")
+    }
+    return {
+        "executive_summary": said(answer.executive_summary, "executive_summary", flags, "executive summary"),
+        "criterion_scores": scores,
+        "rebuttal_analysis": analysis,
+        "audit": audit,
+        "scorecard": {"rows": rows, "total_a": answer.scorecard.total_a, "total_b": answer.scorecard.total_b},
+        "recommendation": recommendation,
+        "decision_conditions": conditions,
+        "open_questions": texts_said(questions, "open_questions", flags, "open question"),
+        "key_risks": risks,
+        **zones,
+    }
 
 
 def rebuttals_list(

@@ -29,7 +29,9 @@ How the simulated seats play, so every rule of the protocol is exercised:
   when the totals differ by at most 5 % of the larger one. Rebuttals are scored in team mode only; in single
   mode, and for an option without an advocate, the scores come from the evidence base alone.
 
-The (seed, key) random source only picks among equivalent phrasings; no score or choice depends on it.
+The (seed, key) random source only picks among equivalent phrasings; no score or choice depends on it. Each
+answer is given in its step's schema shape (one property per criterion, per risk, per stakeholder, per attack, per
+rebuttal id; no claim ids, criteria or quotes), which the protocol's `accept` maps to the stored shape.
 
 `Run.backend_options` switches: `{"hedge": true}`, `{"judge_slip": true}`; `fail` / `flaky` as for every
 simulated run (see debates/agents/simulated.py)."""
@@ -45,6 +47,8 @@ from debates.agents.base import AgentRequest
 from debates.agents.simulated import material_sentences
 from debates.engine import registry
 from debates.protocols.comparative import protocol as proto
+from debates.protocols.comparative import schema
+from debates.protocols.schemas import property_names
 
 Item = Mapping[str, Any]
 
@@ -768,8 +772,81 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     }
 
 
+# --- the answers as a model gives them (the step's schema; the protocol's `accept` maps them back) ----------------
+
+
+def _opening_answer(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
+    context = request.step.context
+    opening = _opening(rng, request)
+    cites = bool(schema.evidence_sources(context["evidence"]))
+    criteria = property_names([a["criterion"] for a in opening["arguments"]])
+    answer: dict[str, Any] = {
+        "arguments": {
+            criteria[a["criterion"]]: {
+                "claim": a["claim"],
+                "why_ours_scores_well": a["why_ours_scores_well"],
+                "why_theirs_falls_short": a["why_theirs_falls_short"],
+                **({"evidence": a["evidence"]} if cites else {}),
+            }
+            for a in opening["arguments"]
+        },
+        "risks_of_other": dict(zip(schema.RISK_KEYS, opening["risks_of_other"], strict=True)),
+    }
+    if schema.stakeholder_names(context["stakeholders"]):
+        names = property_names([s["stakeholder"] for s in opening["stakeholders"]])
+        answer["stakeholders"] = {names[s["stakeholder"]]: s["response"] for s in opening["stakeholders"]}
+    return {**answer, "closing": opening["closing"]}
+
+
+def _rebuttal_answer(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
+    given = _rebuttal(rng, request)
+    attacks = [{k: v for k, v in r.items() if k != "quoted_claim"} for r in given["rebuttals"]]
+    return {
+        "rebuttals": dict(zip(schema.rebuttal_keys(len(attacks)), attacks, strict=True)),
+        "acknowledged_strong": given["acknowledged_strong"],
+    }
+
+
+def _judgement_answer(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
+    judgement = _judgement(rng, request)
+    recommendation = dict(judgement["recommendation"])
+    criteria = property_names([s["criterion"] for s in judgement["criterion_scores"]])
+    answer: dict[str, Any] = {
+        "executive_summary": judgement["executive_summary"],
+        "criterion_scores": {
+            criteria[s["criterion"]]: {k: v for k, v in s.items() if k != "criterion"}
+            for s in judgement["criterion_scores"]
+        },
+    }
+    if request.step.context["rebuttals"]:
+        answer["rebuttal_analysis"] = {
+            a["rebuttal_id"]: {"effectiveness": a["effectiveness"], "verdict": a["verdict"]}
+            for a in judgement["rebuttal_analysis"]
+        }
+    else:
+        recommendation.pop("decisive_rebuttal")
+    card = judgement["scorecard"]
+    rows = {criteria[r["criterion"]]: {k: v for k, v in r.items() if k != "criterion"} for r in card["rows"]}
+    return {
+        **answer,
+        "audit": judgement["audit"],
+        "scorecard": {"rows": rows, "total_a": card["total_a"], "total_b": card["total_b"]},
+        "recommendation": recommendation,
+        **{
+            k: judgement[k]
+            for k in (
+                "decision_conditions",
+                "open_questions",
+                "key_risks",
+                "agreement_zones",
+                "contested_zones",
+            )
+        },
+    }
+
+
 GENERATORS: dict[tuple[str, str], Callable[[random.Random, AgentRequest], dict[str, Any]]] = {
-    ("comparative", "opening"): _opening,
-    ("comparative", "rebuttal"): _rebuttal,
-    ("comparative", "judgement"): _judgement,
+    ("comparative", "opening"): _opening_answer,
+    ("comparative", "rebuttal"): _rebuttal_answer,
+    ("comparative", "judgement"): _judgement_answer,
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.utils.html import format_html
 
 from debates.models import Run
 from debates.protocols.consultation.protocol import (
@@ -114,3 +115,23 @@ def consensus_mean(points: Any) -> float | None:
 @register.filter
 def valid_viewpoints(tension: Any) -> bool:
     return isinstance(tension, dict) and len(tension.get("viewpoints") or []) >= 2
+
+
+@register.simple_tag
+def flag_mark(flags: Any, *path: Any) -> str:
+    """A mark beside an item code flagged in the turn (`flags`: the turn's, as the body template receives them):
+    any flag whose `where` is the item's path (the parts joined by dots) or inside it; "" without one."""
+    where = ".".join(str(part) for part in path)
+    hits = [
+        flag
+        for flag in (flags if isinstance(flags, list | tuple) else [])
+        if isinstance(flag, dict)
+        and (str(flag.get("where", "")) == where or str(flag.get("where", "")).startswith(where + "."))
+    ]
+    if not hits:
+        return ""
+    kinds = ", ".join(dict.fromkeys(str(flag.get("kind", "flag")).replace("_", " ") for flag in hits))
+    details = " ".join(str(flag.get("detail", "")) for flag in hits)
+    return format_html(
+        ' <span class="flag-mark" data-flag-where="{}" title="{}">{}</span>', where, details, kinds
+    )

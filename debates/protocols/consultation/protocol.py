@@ -12,7 +12,11 @@ The seed's 9-state machine is this module's own (`STATES`, `ALLOWED`, `transitio
 by the engine as a `state` event with from / to / reason and its time (Protocol.states). The cost estimate and
 the consent gate are the engine's (services._consent_gate), with this protocol's own auto-approve amount; the
 plan aborts when the actual cost goes past 150 % of the estimate. Each round's artifact is built in the seed's
-snake_case form, validated and stored in a `round_artifact` event when the round's turn commits."""
+snake_case form, validated and stored in a `round_artifact` event when the round's turn commits.
+
+Each step's schema names only the agents who gave a Round 1 position (enums, one schema per round); what no
+schema can check (an empty text, a self-challenge, a reply without a defense, a low-confidence verdict without
+dissent...) is flagged on the committed turn, never refused (answers.py)."""
 
 from __future__ import annotations
 
@@ -23,15 +27,18 @@ from decimal import Decimal
 from itertools import combinations
 from typing import Any, Literal
 
+from django.utils import timezone
 from django.utils.text import slugify
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from debates import demo as demo_values
 from debates.contract import (
+    Accepted,
     DemoStart,
     Done,
     Effects,
     ExportFormat,
+    Flag,
     Panel,
     Plan,
     Protocol,
@@ -45,6 +52,13 @@ from debates.contract import (
 from debates.engine.registry import register
 from debates.platform.conf import conf
 from debates.protocols.consultation import exports, schema
+from debates.protocols.consultation.answers import (
+    accept_cross_exam,
+    accept_independent,
+    accept_reply,
+    accept_synthesis,
+    accept_verdict,
+)
 from debates.protocols.consultation.states import (
     TERMINAL,
     transitions_to,
@@ -63,7 +77,7 @@ RUBBER_STAMP_OVERLAP = 0.6  # ... and no tensions, or agent texts this alike: th
 COST_ABORT_RATIO = Decimal("1.5")
 R3_CONSENSUS_SHOWN, R3_TENSIONS_SHOWN = 3, 2  # the seed's filters: what Round 3 sees
 R4_CHALLENGES_SHOWN = R4_REBUTTALS_SHOWN = 5  # ... and Round 4 (unresolved items are never cut)
-CONSENSUS_AGENT = "Consensus"
+CONSENSUS_AGENT = schema.CONSENSUS_AGENT
 
 
 class AgentConfig(BaseModel):
@@ -457,6 +471,14 @@ class Consultation(Protocol[ConsultationConfig]):
                 positions.append({"agent": name, "handle": handle, **dict(payload)})
         return positions
 
+    def _answered_names(self, view: RunView) -> tuple[str, ...]:
+        """The agents who gave a Round 1 position, in seat order: the only agents a later answer may name."""
+        return tuple(
+            name
+            for handle, name in self._names(view).items()
+            if view.payload(key_independent(handle)) is not None
+        )
+
     def _early(self, view: RunView) -> EarlyCheck:
         config = self.view_config(view)
         synthesis = view.payload(KEY_SYNTHESIS)
@@ -496,7 +518,7 @@ class Consultation(Protocol[ConsultationConfig]):
             seat="judge",
             stage="synthesis",
             task="synthesis",
-            schema=schema.Synthesis,
+            schema=schema.synthesis_schema(self._answered_names(view)),
             sees=tuple(key_independent(h) for h in answered),
             context={**self._common(view, "judge"), "positions": self._positions(view)},
         )
@@ -508,7 +530,7 @@ class Consultation(Protocol[ConsultationConfig]):
             seat=handle,
             stage="cross_exam",
             task="cross_exam",
-            schema=schema.CrossExamReply,
+            schema=schema.cross_exam_reply_schema(self._answered_names(view)),
             # Its own R1 position and the filtered synthesis (in the context), nothing of the other agents'.
             sees=(key_independent(handle),),
             context={
@@ -527,7 +549,9 @@ class Consultation(Protocol[ConsultationConfig]):
             seat="judge",
             stage="cross_exam",
             task="cross_exam_judge",
-            schema=schema.CrossExamSynthesis,
+            schema=schema.cross_exam_synthesis_schema(
+                tuple(names[h] for h in replied), self._answered_names(view)
+            ),
             context={
                 **self._common(view, "judge"),
                 "replies": [{"agent": names[h], **dict(view.payload(key_reply(h)) or {})} for h in replied],
@@ -543,7 +567,9 @@ class Consultation(Protocol[ConsultationConfig]):
             seat="judge",
             stage="verdict",
             task="verdict",
-            schema=schema.VerdictExplore if config.mode == "explore" else schema.VerdictConverge,
+            schema=(
+                schema.verdict_explore_schema if config.mode == "explore" else schema.verdict_converge_schema
+            )(self._answered_names(view)),
             context={
                 **self._common(view, "judge"),
                 "positions": self._positions(view),
@@ -617,67 +643,32 @@ class Consultation(Protocol[ConsultationConfig]):
             return config.auto_approve_under_usd
         return Decimal(str(conf("CONSENT_THRESHOLD_USD")))
 
-    # --- validation beyond the schema ---------------------------------------------------------------------------
+    # --- what code fills and flags ------------------------------------------------------------------------------
 
-    def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
-        names = {_norm(n): n for n in self._names(view).values()}
-        own = _norm(view.seats[step.seat].name) if step.seat in view.seats else ""
-
-        def unknown(where: str, agent: str, *, consensus: bool = False) -> list[str]:
-            if _norm(agent) in names or (consensus and _norm(agent) == _norm(CONSENSUS_AGENT)):
-                return []
-            allowed = ", ".join(names.values()) + (f" or {CONSENSUS_AGENT}" if consensus else "")
-            return [f"{where}: {agent!r} is not an agent of this consultation ({allowed})"]
-
-        errors: list[str] = []
-        if isinstance(payload, schema.Synthesis):
-            for n, point in enumerate(payload.consensus_points):
-                for agent in point.supporting_agents:
-                    errors += unknown(f"consensus_points[{n}].supporting_agents", agent)
-            for n, tension in enumerate(payload.tensions):
-                for agent in (v.agent for v in tension.viewpoints):
-                    errors += unknown(f"tensions[{n}].viewpoints", agent)
-        elif isinstance(payload, schema.CrossExamReply):
-            for n, challenge in enumerate(payload.challenges):
-                errors += unknown(f"challenges[{n}].target_agent", challenge.target_agent, consensus=True)
-                if _norm(challenge.target_agent) == own:
-                    errors.append(f"challenges[{n}].target_agent: challenge others, not yourself")
-            if not payload.challenges and not payload.defense.strip():
-                errors.append("defense: with no challenge, defend your position")
-        elif isinstance(payload, schema.CrossExamSynthesis):
-            for n, raised in enumerate(payload.challenges):
-                errors += unknown(f"challenges[{n}].challenger", raised.challenger)
-                errors += unknown(f"challenges[{n}].target_agent", raised.target_agent, consensus=True)
-            for n, rebuttal in enumerate(payload.rebuttals):
-                errors += unknown(f"rebuttals[{n}].agent", rebuttal.agent)
-        elif isinstance(payload, schema.VerdictConverge):
-            for n, dissent in enumerate(payload.dissent):
-                errors += unknown(f"dissent[{n}].agent", dissent.agent)
-            for n, contribution in enumerate(payload.per_agent_contributions):
-                errors += unknown(f"per_agent_contributions[{n}].agent", contribution.agent)
-            if payload.confidence < 0.70 and not payload.dissent:
-                errors.append(
-                    f"dissent: a confidence of {payload.confidence:.2f} (below 0.70) means major dissent; name "
-                    "the minority agents' concerns with their severity"
-                )
-        elif isinstance(payload, schema.VerdictExplore):
-            options = [_norm(r.option) for r in payload.recommendations]
-            errors += [
-                f"recommendations: option {o!r} is listed twice"
-                for o in sorted({o for o in options if options.count(o) > 1})
-            ]
-            for n, option in enumerate(payload.recommendations):
-                for agent in option.championed_by:
-                    errors += unknown(f"recommendations[{n}].championed_by", agent)
-        return errors
+    def accept(self, step: Step, payload: BaseModel, view: RunView) -> Accepted:
+        """The answer in the seed's stored shape, with what no schema can check flagged: empty texts, a
+        confidence outside 0-1 (clamped), lists longer than stated (the first items kept), an agent named twice,
+        a challenge of oneself, a reply that neither challenges nor defends, a low-confidence verdict without
+        dissent and an option listed twice. Every reference to an agent is already an enum of the schema."""
+        answer = payload.model_dump(mode="json")
+        flags: list[Flag] = []
+        if step.task == "independent":
+            answer = accept_independent(answer, flags)
+        elif step.task == "synthesis":
+            answer = accept_synthesis(answer, flags)
+        elif step.task == "cross_exam":
+            answer = accept_reply(answer, flags, own=view.seats[step.seat].name)
+        elif step.task == "cross_exam_judge":
+            answer = accept_cross_exam(answer, flags)
+        elif step.task == "verdict":
+            answer = accept_verdict(answer, flags)
+        return Accepted(answer, tuple(flags))
 
     # --- effects of a commit: the round artifact ----------------------------------------------------------------
 
     def on_commit(self, step: Step, payload: Mapping[str, Any], effects: Effects) -> None:
         if step.task not in ARTIFACT_TYPES:
             return
-        from django.utils import timezone
-
         round_number, artifact_type = ARTIFACT_TYPES[step.task]
         created_at = timezone.now().isoformat()
         event: dict[str, Any] = {

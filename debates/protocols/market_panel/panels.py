@@ -3,11 +3,26 @@ streams and in frames rendered without the database)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django import template
+from django.utils.html import format_html_join
+from django.utils.safestring import SafeString
 
 register = template.Library()
+
+# How a flagged item is marked beside it on the turn card (the card's flag list has the detail).
+FLAG_MARKS = {
+    "number_mismatch": "not the KB's value",
+    "unknown_path": "unknown path",
+    "outside_slice": "outside its slice",
+    "empty": "empty",
+    "out_of_range": "out of range",
+    "claim_too_long": "over 99 characters",
+    "stance_length": "not 50–100 words",
+    "no_citation": "cites no data",
+}
 
 
 @register.filter
@@ -39,3 +54,22 @@ def arg_id(seat: Any, number: Any) -> str:
 @register.filter
 def weight_label(dimension: Any) -> str:
     return str(dimension or "").replace("_", " ").capitalize()
+
+
+@register.simple_tag
+def flag_marks(flags: Any, *parts: Any) -> SafeString:
+    """A mark for each flag of the item at the payload path `parts` joined with dots (`"arguments" 0 "claim"`)."""
+    where = ".".join(str(part) for part in parts)
+    found = (
+        flag
+        for flag in (flags if isinstance(flags, Sequence) and not isinstance(flags, str) else ())
+        if isinstance(flag, Mapping) and flag.get("where") == where
+    )
+    return format_html_join(
+        " ",
+        '<span class="flag-mark" data-flag-kind="{}" title="{}">{}</span>',
+        (
+            (flag.get("kind", ""), flag.get("detail", ""), FLAG_MARKS.get(str(flag.get("kind")), "flagged"))
+            for flag in found
+        ),
+    )

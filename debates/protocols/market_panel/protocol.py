@@ -13,7 +13,14 @@ key insight.
 
 Code, not the judge, recomputes every weighted score (a judge's differing figure is shown as a mismatch, never
 corrected) and verifies every cited data point against the KB (verified / mismatch / unverified path / inferred);
-the judge is given the verification results, and the page shows them."""
+the judge is given the verification results, and the page shows them.
+
+Each step's schema is built from the run (schema.py): a data point's path is an enum of the KB's paths, a target or
+an abandoned argument an enum of the stage's argument ids, the argument count and "every argument scored" required
+properties. Every answer valid against it is accepted: code fills the seat, the round, the argument ids and a refined
+argument's original claim, and flags (never refuses) what no schema can check: a figure that is not the KB's, a path
+outside the seat's slice, a challenge of an argument that is not the opponent's, a stance of the wrong length, a
+number out of range."""
 
 from __future__ import annotations
 
@@ -28,8 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from debates import demo as demo_values
 from debates.contract import (
+    Accepted,
     DemoStart,
     Done,
+    Flag,
     Plan,
     Protocol,
     RunView,
@@ -42,8 +51,9 @@ from debates.contract import (
 from debates.engine.registry import register
 from debates.protocols.fallback import failure_reason
 from debates.protocols.market_panel import schema, signals
+from debates.protocols.schemas import at_most, clamped, said
 from kb.citations import MISMATCH, UNVERIFIED, data_point_verify
-from kb.formats.seed004 import path_get, slice_for
+from kb.formats.seed004 import leaf_paths, path_get, slice_for
 
 DIMENSIONS = ("logic", "evidence", "clarity", "persuasiveness")
 DEFAULT_WEIGHTS = {"logic": 30, "evidence": 30, "clarity": 20, "persuasiveness": 20}
@@ -68,6 +78,10 @@ VERDICTS = ("UPHELD", "WEAKENED", "REFUTED")
 CHALLENGING = ("refute", "question_evidence", "partial")  # a concede does not count toward the half
 STANCE_WORDS = {"bull": "upside (bullish)", "bear": "downside (bearish)"}
 ARG_ID = re.compile(r"^(?P<seat>[a-z][a-z0-9]*_(?:bull|bear))_arg_(?P<n>\d+)$")
+# A provider caps an enum (OpenAI: 1,000 values, and 15,000 characters past 250): a KB with more paths than this is
+# cited by free text, an unknown path flagged.
+PATHS_ENUM_MAX = 500
+PATHS_ENUM_CHARS = 12_000
 MATERIAL_NOTE = (
     "A market panel over a data knowledge base. Each seat receives only its own slice of the data in its step "
     "context; the judge receives the whole knowledge base."
@@ -270,6 +284,101 @@ def evidence_text(evidence: Any) -> str:
             if isinstance(item, Mapping)
         )
     return str(evidence or "")
+
+
+def kb_paths(data: Mapping[str, Any], slices: Mapping[str, Sequence[str]]) -> tuple[str, ...] | None:
+    """The KB's paths a data point may cite, as the step schemas' enum (every leaf, so all seats of a stage share
+    one schema; a path outside a seat's slice is flagged); None when there are too many for an enum."""
+    paths = list(dict.fromkeys(leaf_paths(data) or [p for lens in slices.values() for p in lens]))
+    if len(paths) > PATHS_ENUM_MAX or sum(len(p) for p in paths) > PATHS_ENUM_CHARS:
+        return None
+    return tuple(paths)
+
+
+def citation_flags(citations: Sequence[Mapping[str, Any]], where: Sequence[str], flags: list[Flag]) -> None:
+    """Flag each cited data point that code could not verify: a value that is not the KB's, a path the KB does not
+    have, a path outside the citing seat's slice. `where`: each citation's path in the payload."""
+    for citation, at in zip(citations, where, strict=True):
+        path = citation["path"]
+        if citation["status"] == MISMATCH:
+            flags.append(
+                Flag(
+                    "number_mismatch",
+                    at,
+                    f"{path}: quoted {citation['quoted']}, the knowledge base has {citation['kb_value']}.",
+                )
+            )
+        elif citation["status"] == UNVERIFIED:
+            flags.append(Flag("unknown_path", at, f"{path}: {citation['detail']} in the knowledge base."))
+        if citation["outside_slice"]:
+            flags.append(
+                Flag("outside_slice", at, f"{path} is outside this seat's slice of the knowledge base.")
+            )
+
+
+def evidence_accept(
+    evidence: Any,
+    where: str,
+    data: Mapping[str, Any],
+    allowed: Sequence[str],
+    flags: list[Flag],
+    *,
+    required: bool,
+) -> Any:
+    """Evidence as stored (either variant of the seed), with each cited data point verified against the KB and
+    flagged where it does not hold; `required`: evidence that cites nothing is flagged (an argument's, not a
+    challenge's)."""
+    if isinstance(evidence, list):
+        items = [
+            {
+                "data_point": str(item.get("data_point", "")).strip(),
+                "source": str(item.get("source", "")).strip(),
+                "inferred": bool(item.get("inferred")),
+            }
+            for item in evidence
+            if isinstance(item, Mapping)
+        ]
+        for number, item in enumerate(items):
+            if not item["data_point"] and not item["inferred"]:
+                flags.append(Flag("empty", f"{where}.{number}", f"{item['source']}: no value quoted."))
+        if required and not items:
+            flags.append(Flag("no_citation", where, "No data point of the knowledge base is cited."))
+        citations = evidence_verify(items, data, allowed)
+        citation_flags(citations, [f"{where}.{n}" for n in range(len(citations))], flags)
+        return items
+    text = str(evidence or "").strip()
+    citations = evidence_verify(text, data, allowed)
+    if required and not citations:
+        flags.append(Flag("no_citation", where, "The evidence names no path of the knowledge base."))
+    citation_flags(citations, [where] * len(citations), flags)
+    return text
+
+
+def texts_accept(items: Sequence[str], limit: int, where: str, flags: list[Flag], what: str) -> list[str]:
+    """Short texts (counterpoints, concessions ...) stripped, the empty ones dropped and flagged, at most `limit`."""
+    kept = [text.strip() for text in items if text.strip()]
+    if len(kept) < len(items):
+        flags.append(Flag("empty", where, f"{len(items) - len(kept)} empty {what} dropped."))
+    return at_most(kept, limit, where, flags, what)
+
+
+def fraction_accept(value: float, where: str, flags: list[Flag]) -> float:
+    """A confidence within 0–1: one outside is clamped and flagged (not a number: read as 0)."""
+    if math.isnan(value):
+        flags.append(Flag("out_of_range", where, "Not a number; read as 0."))
+        return 0.0
+    return clamped(value, 0.0, 1.0, where, flags)
+
+
+def score_accept(value: int, where: str, flags: list[Flag]) -> int:
+    """A judge's score within 1–10: one outside is clamped and flagged."""
+    low, high = schema.SCORE_MIN, schema.SCORE_MAX
+    if low <= value <= high:
+        return value
+    kept = min(max(value, low), high)
+    shown = str(value) if len(str(value)) <= 12 else f"{str(value)[:12]}…"
+    flags.append(Flag("out_of_range", where, f"{shown} is outside {low}–{high}; read as {kept}."))
+    return kept
 
 
 # --- cross-examination and handshakes ---------------------------------------------------------------------------------
@@ -495,6 +604,7 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             )
 
         steps = []
+        stage_ids = self.argument_ids(board)
         for pair in self.pairs(config):
             if board.openings[pair.first] is None or board.openings[pair.second] is None:
                 continue
@@ -503,7 +613,7 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             ):
                 key = key_cross(pair.lens, order)
                 if not view.finished(key):
-                    steps.append(self._cross_step(view, pair, order, seat, opponent))
+                    steps.append(self._cross_step(view, pair, order, seat, opponent, stage_ids))
                     break  # serial within the pair: the second challenges only after the first
                 board.crosses[seat] = view.payload(key)
                 if board.crosses[seat] is None:
@@ -517,7 +627,8 @@ class MarketPanel(Protocol[MarketPanelConfig]):
         live = [s for s in seats if board.openings[s] is not None]
         pending = [s for s in live if not view.finished(key_closing(s))]
         if pending:
-            return Steps(tuple(self._closing_step(view, s, board) for s in pending))
+            stage_ids = self.argument_ids(board)
+            return Steps(tuple(self._closing_step(view, s, board, stage_ids) for s in pending))
         board.closings = {s: view.payload(key_closing(s)) for s in live}
         for seat in live:
             if board.closings[seat] is None:
@@ -557,6 +668,16 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             "kb_slice": self.slice_of(view, lens),
         }
 
+    def paths(self, view: RunView) -> tuple[str, ...] | None:
+        return kb_paths(self.data(view), self.view_config(view).slices)
+
+    def argument_ids(self, board: Board) -> tuple[str, ...]:
+        """Every argument of the committed openings, in seat order: the enum of the stage's references (the same
+        for every seat of the stage, so they share one schema)."""
+        return tuple(
+            a["id"] for seat, opening in board.openings.items() for a in self._arguments(seat, opening)
+        )
+
     def _opening_step(self, view: RunView, seat: str) -> Step:
         config = self.view_config(view)
         return Step(
@@ -564,7 +685,7 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             seat=seat,
             stage="openings",
             task="opening",
-            schema=schema.Opening,
+            schema=schema.opening_schema(self.paths(view), config.arguments_min, config.arguments_max),
             sees=(),  # openings are independent: no seat reads another's
             context={
                 **self._seat_common(view, seat),
@@ -579,7 +700,9 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             {**dict(arg), "id": arg_id(seat, n)} for n, arg in enumerate((opening or {}).get("arguments", []))
         ]
 
-    def _cross_step(self, view: RunView, pair: Pair, order: int, seat: str, opponent: str) -> Step:
+    def _cross_step(
+        self, view: RunView, pair: Pair, order: int, seat: str, opponent: str, stage_ids: tuple[str, ...]
+    ) -> Step:
         opening = view.payload(key_opening(opponent))
         sees: tuple[str, ...] = (key_opening(pair.first), key_opening(pair.second))
         if order == 2:
@@ -600,12 +723,12 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             seat=seat,
             stage="cross",
             task="cross",
-            schema=schema.CrossExamination,
+            schema=schema.cross_schema(self.paths(view), stage_ids),
             sees=sees,  # only this lens's openings (and the first challenge): no other pair's turns
             context=context,
         )
 
-    def _closing_step(self, view: RunView, seat: str, board: Board) -> Step:
+    def _closing_step(self, view: RunView, seat: str, board: Board, stage_ids: tuple[str, ...]) -> Step:
         config = self.view_config(view)
         lens = view.seats[seat].lens.partition(" / ")[0]
         pair = next(p for p in self.pairs(config) if p.lens == lens)
@@ -616,7 +739,7 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             seat=seat,
             stage="closings",
             task="closing",
-            schema=schema.Closing,
+            schema=schema.closing_schema(stage_ids),
             sees=(key_opening(pair.first), key_opening(pair.second), f"r2/cross/{lens_prefix(lens)}/"),
             context={
                 **self._seat_common(view, seat),
@@ -635,7 +758,7 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             seat="judge",
             stage="judgement",
             task="judgement",
-            schema=schema.Judgement,
+            schema=schema.judgement_schema(tuple(row["id"] for row in traced["rows"])),
             context={
                 "name": view.seats["judge"].name,
                 "lens": "neutral judge of debate quality",
@@ -662,70 +785,202 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             },
         )
 
-    # --- validation beyond the schema ------------------------------------------------------------------------------
+    # --- accepting an answer: what code knows filled in, what it cannot verify flagged --------------------------------
 
-    def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
-        if isinstance(payload, schema.Opening):
-            return self._validate_opening(step, payload)
-        if isinstance(payload, schema.CrossExamination):
-            return self._validate_cross(step, payload)
-        if isinstance(payload, schema.Closing):
-            return self._validate_closing(step, payload)
-        if isinstance(payload, schema.Judgement):
-            return self._validate_judgement(step, payload)
-        return []
+    def accept(self, step: Step, payload: BaseModel, view: RunView) -> Accepted:
+        """Every answer valid against its step's schema is usable (`validate` has nothing to add): references are
+        enums, the argument count is required properties. Code fills the seat, the round, the argument ids and a
+        refined argument's original claim, maps the answer to the stored shape and flags what it cannot verify."""
+        answer = payload.model_dump(mode="json", by_alias=True)
+        flags: list[Flag] = []
+        if step.task == "opening":
+            stored = self._accept_opening(step, answer, view, flags)
+        elif step.task == "cross":
+            stored = self._accept_cross(step, answer, view, flags)
+        elif step.task == "closing":
+            stored = self._accept_closing(step, answer, flags)
+        elif step.task == "judgement":
+            stored = self._accept_judgement(answer, flags)
+        else:
+            stored = answer
+        return Accepted(stored, tuple(flags))
 
-    def _validate_opening(self, step: Step, payload: schema.Opening) -> list[str]:
+    def _accept_opening(
+        self, step: Step, answer: Mapping[str, Any], view: RunView, flags: list[Flag]
+    ) -> dict[str, Any]:
         context = step.context
-        count = len(payload.arguments)
-        errors = []
-        if not context["arguments_min"] <= count <= context["arguments_max"]:
-            errors.append(
-                f"arguments: give {context['arguments_min']}–{context['arguments_max']} arguments (not {count})"
+        data, allowed = self.data(view), context["slice_paths"]
+        given = [answer.get(schema.argument_field(n)) for n in range(context["arguments_max"])]
+        arguments: list[dict[str, Any]] = []
+        for argument in (a for a in given if a is not None):
+            where = f"arguments.{len(arguments)}"
+            claim = said(argument["claim"], f"{where}.claim", flags, "claim")
+            if len(claim) > schema.CLAIM_MAX:
+                flags.append(
+                    Flag(
+                        "claim_too_long", f"{where}.claim", f"{len(claim)} characters; a claim is under 100."
+                    )
+                )
+            arguments.append(
+                {
+                    "id": arg_id(step.seat, len(arguments)),
+                    "claim": claim,
+                    "evidence": evidence_accept(
+                        argument["evidence"], f"{where}.evidence", data, allowed, flags, required=True
+                    ),
+                    "confidence": fraction_accept(argument["confidence"], f"{where}.confidence", flags),
+                    "counterpoints": texts_accept(
+                        argument["counterpoints"],
+                        schema.NOTES_MAX,
+                        f"{where}.counterpoints",
+                        flags,
+                        "counterpoints",
+                    ),
+                    "assumptions": texts_accept(
+                        argument["assumptions"],
+                        schema.NOTES_MAX,
+                        f"{where}.assumptions",
+                        flags,
+                        "assumptions",
+                    ),
+                }
             )
-        for number, argument in enumerate(payload.arguments):
-            wanted = arg_id(step.seat, number)
-            if argument.id and argument.id != wanted:
-                errors.append(f"arguments[{number}].id: argument {number} is {wanted}, not {argument.id}")
-        if payload.agent and payload.agent != step.seat:
-            errors.append(f"agent: you are {step.seat}, not {payload.agent}")
-        return errors
+        return {"agent": step.seat, "round": "opening", "arguments": arguments}
 
-    def _validate_cross(self, step: Step, payload: schema.CrossExamination) -> list[str]:
-        ids = [a["id"] for a in step.context["opponent_arguments"]]
-        targets = [c.target_id for c in payload.challenges]
-        errors = [
-            f"challenges[{n}].target_id: {step.context['opponent']} has no argument {t} (its ids: {', '.join(ids)})"
-            for n, t in enumerate(targets)
-            if t not in ids
-        ]
-        errors += [
-            f"challenges: {t} is answered twice" for t in sorted({t for t in targets if targets.count(t) > 1})
-        ]
-        return errors
+    def _accept_cross(
+        self, step: Step, answer: Mapping[str, Any], view: RunView, flags: list[Flag]
+    ) -> dict[str, Any]:
+        context = step.context
+        data, allowed, opponent = self.data(view), context["slice_paths"], context["opponent"]
+        targets = [a["id"] for a in context["opponent_arguments"]]
+        challenges: list[dict[str, Any]] = []
+        for number, challenge in enumerate(answer["challenges"], start=1):
+            target = challenge["target_id"]
+            if target not in targets:
+                flags.append(
+                    Flag(
+                        "not_opponent_argument",
+                        "challenges",
+                        f"Challenge {number} targets {target}, not one of {opponent}'s arguments "
+                        f"({', '.join(targets)}): dropped.",
+                    )
+                )
+                continue
+            if any(c["target_id"] == target for c in challenges):
+                flags.append(
+                    Flag("duplicate", "challenges", f"Challenge {number} answers {target} again: dropped.")
+                )
+                continue
+            where = f"challenges.{len(challenges)}"
+            challenges.append(
+                {
+                    "target_id": target,
+                    "challenge_type": challenge["challenge_type"],
+                    "reasoning": said(challenge["reasoning"], f"{where}.reasoning", flags, "reasoning"),
+                    "new_evidence": evidence_accept(
+                        challenge["new_evidence"],
+                        f"{where}.new_evidence",
+                        data,
+                        allowed,
+                        flags,
+                        required=False,
+                    ),
+                }
+            )
+        if not challenges:
+            flags.append(Flag("no_challenge", "", f"No challenge of {opponent}'s arguments is left."))
+        return {"challenges": challenges}
 
-    def _validate_closing(self, step: Step, payload: schema.Closing) -> list[str]:
-        own = {a["id"] for a in step.context["own_arguments"]}
-        errors = [
-            f"refined_claims[{n}].argument_id: {c.argument_id} is not one of your arguments"
-            for n, c in enumerate(payload.refined_claims)
-            if c.argument_id and c.argument_id not in own
-        ]
-        errors += [f"abandoned: {a} is not one of your arguments" for a in payload.abandoned if a not in own]
-        refined = {c.argument_id for c in payload.refined_claims if c.argument_id}
-        errors += [f"abandoned: {a} is both refined and abandoned" for a in payload.abandoned if a in refined]
-        words = words_count(payload.final_stance)
-        if not 50 <= words <= 100:
-            errors.append(f"final_stance: write 50–100 words (this one has {words})")
-        return errors
+    def _accept_closing(self, step: Step, answer: Mapping[str, Any], flags: list[Flag]) -> dict[str, Any]:
+        claims = {a["id"]: a.get("claim", "") for a in step.context["own_arguments"]}
 
-    def _validate_judgement(self, step: Step, payload: schema.Judgement) -> list[str]:
-        ids = [a["id"] for a in step.context["arguments"]]
-        given = [s.argument_id for s in payload.scores]
-        errors = [f"scores: score argument {i}" for i in ids if i not in given]
-        errors += [f"scores: there is no argument {i}" for i in given if i not in ids]
-        errors += [f"scores: {i} is scored twice" for i in sorted({i for i in given if given.count(i) > 1})]
-        return errors
+        def own(argument_id: str, what: str) -> bool:
+            if argument_id not in claims:
+                flags.append(
+                    Flag(
+                        "not_own_argument",
+                        what,
+                        f"{argument_id} is not one of {step.seat}'s arguments ({', '.join(claims)}): dropped.",
+                    )
+                )
+            return argument_id in claims
+
+        abandoned: list[str] = []
+        for argument_id in answer["abandoned"]:
+            if own(argument_id, "abandoned") and argument_id not in abandoned:
+                abandoned.append(argument_id)
+        refined: list[dict[str, Any]] = []
+        for claim in answer["refined_claims"]:
+            argument_id = claim["argument_id"]
+            if not own(argument_id, "refined_claims"):
+                continue
+            if argument_id in abandoned:
+                flags.append(
+                    Flag(
+                        "refined_and_abandoned",
+                        "refined_claims",
+                        f"{argument_id} is both refined and abandoned: read as abandoned.",
+                    )
+                )
+                continue
+            if any(r["argument_id"] == argument_id for r in refined):
+                flags.append(
+                    Flag("duplicate", "refined_claims", f"{argument_id} is refined twice: the first is kept.")
+                )
+                continue
+            where = f"refined_claims.{len(refined)}"
+            refined.append(
+                {
+                    "argument_id": argument_id,
+                    "original": claims[argument_id],
+                    "refinement": said(claim["refinement"], f"{where}.refinement", flags, "refinement"),
+                    "confidence_adjusted": fraction_accept(
+                        claim["confidence_adjusted"], f"{where}.confidence_adjusted", flags
+                    ),
+                }
+            )
+        stance = said(answer["final_stance"], "final_stance", flags, "final stance")
+        words = words_count(stance)
+        low, high = schema.STANCE_WORDS
+        if stance and not low <= words <= high:
+            flags.append(
+                Flag("stance_length", "final_stance", f"{words} words; the final stance asks {low}–{high}.")
+            )
+        return {
+            "refined_claims": refined,
+            "abandoned": abandoned,
+            "concessions": texts_accept(
+                answer["concessions"], schema.CONCESSIONS_MAX, "concessions", flags, "concessions"
+            ),
+            "final_stance": stance,
+            "conviction_change": answer["conviction_change"],
+        }
+
+    def _accept_judgement(self, answer: Mapping[str, Any], flags: list[Flag]) -> dict[str, Any]:
+        scores = []
+        for number, (argument_id, score) in enumerate(answer["scores"].items()):
+            where = f"scores.{number}"
+            scores.append(
+                {
+                    "argument_id": argument_id,
+                    **{d: score_accept(score[d], f"{where}.{d}", flags) for d in DIMENSIONS},
+                    "weighted": score["weighted"],  # the judge's own figure, compared, never corrected
+                    "status": score["status"],
+                    "note": score["note"].strip(),
+                }
+            )
+        synthesis = {
+            part: said(text, f"synthesis.{part}", flags, part.replace("_", " "))
+            for part, text in answer["synthesis"].items()
+        }
+        return {
+            "scores": scores,
+            "synthesis": synthesis,
+            "stronger_case": answer["stronger_case"],
+            "evidence_issues": texts_accept(
+                answer["evidence_issues"], schema.ISSUES_MAX, "evidence_issues", flags, "evidence issues"
+            ),
+        }
 
     # --- progress and outcome ------------------------------------------------------------------------------------
 

@@ -1,150 +1,241 @@
-"""Structured turn outputs of the market panel (seed 004): openings, paired cross-examination, closings and the
-judge's per-argument scores. Both schema variants of the seed are accepted for an argument's evidence: a string
-citing KB data points (the article's main text), or a list of {data_point, source} items with `assumptions`
-instead of counterpoints (the article's FAQ). Rules that depend on other turns (argument ids, targets, every
-argument scored) are checked by the protocol module."""
+"""Structured turn outputs of the market panel (seed 004): what the model is asked for, built for each step from
+the run's state, and what is stored once the protocol has accepted it.
+
+Asked (the step schemas, see debates.protocols.schemas):
+- an opening is one property per argument, `argument_0` … `argument_<max-1>`: the configured minimum are required,
+  the rest optional (null or absent), so the count holds by construction; a cited data point's `source` is an enum
+  of the data KB's paths (the whole KB's, so the parallel openings share one schema);
+- a challenge's `target_id`, a closing's refined `argument_id` and `abandoned` ids are enums of every argument id of
+  the stage (the same for all seats of the stage); a target that is not the opponent's, or an id that is not the
+  seat's own, is dropped and flagged by the protocol;
+- the judge's `scores` has one required property per argument id.
+Never asked: the seat's name, the round, its argument ids, the original claim of a refined argument (code fills them
+in `MarketPanel.accept`). Lengths, ranges and counts are stated for the models that honour them and flagged, not
+enforced.
+
+Stored (unchanged, what the pages, the trace and the exports read): an opening `{agent, round, arguments: [{id,
+claim, evidence, confidence, counterpoints, assumptions}]}`; a cross-examination `{challenges: [{target_id,
+challenge_type, reasoning, new_evidence}]}`; a closing `{refined_claims: [{argument_id, original, refinement,
+confidence_adjusted}], abandoned, concessions, final_stance, conviction_change}`; a judgement `{scores:
+[{argument_id, logic, evidence, clarity, persuasiveness, weighted, status, note}], synthesis, stronger_case,
+evidence_issues}`. Both evidence variants of the seed are accepted: a string citing KB data points (the article's
+main text), or a list of {data_point, source, inferred} items (the article's FAQ)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from functools import cache
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field, create_model
+
+from debates.protocols.schemas import STRICT, choice, one_per, stated
 
 SCHEMA_VERSION = "1.0"
 
 ChallengeType = Literal["refute", "question_evidence", "concede", "partial"]
 Verdict = Literal["UPHELD", "WEAKENED", "REFUTED"]
+Conviction = Literal["strengthened", "weakened", "unchanged"]
+
+CLAIM_MAX = 99  # the seed: a claim under 100 characters
+NOTES_MAX = 6  # counterpoints, assumptions
+CONCESSIONS_MAX = 8
+ISSUES_MAX = 20
+STANCE_WORDS = (50, 100)
+SCORE_MIN, SCORE_MAX = 1, 10
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _model(name: str, doc: str = "", **fields: Any) -> type[BaseModel]:
+    """A strict model built at run time (its fields' types hold the run's enums)."""
+    return create_model(name, __config__=STRICT, __doc__=doc or None, **fields)
 
 
-class DataPoint(_Strict):
-    """One cited data point: the value as quoted and the dotted KB path it comes from."""
+def _list_of(item: Any) -> Any:
+    """`list[item]` for an item type built at run time."""
+    return list[item]  # type: ignore[valid-type]
 
-    data_point: str = Field(
-        min_length=1,
-        max_length=300,
-        description="The value as quoted from the knowledge base, e.g. '58.4' or '27.4 (P/E)' or 'bearish'.",
+
+def argument_field(number: int) -> str:
+    """The opening's property for argument `number` (zero-based, as its id `<seat>_arg_<n>`)."""
+    return f"argument_{number}"
+
+
+@cache
+def _evidence_type(paths: tuple[str, ...] | None) -> Any:
+    """A list of data points (preferred) or a string. `paths`: the KB's paths as an enum; None (a KB with too many
+    paths for a provider's enum limits): any text, an unknown path flagged by the protocol."""
+    source: Any = str if paths is None else choice(paths)
+    data_point = _model(
+        "DataPoint",
+        "One cited data point: the value as quoted and the path of the knowledge base it comes from.",
+        data_point=(
+            Annotated[str, stated(minLength=1, maxLength=300)],
+            Field(
+                description="The value as the knowledge base has it, e.g. '58.4', '27.4 (P/E)' or 'bearish'."
+            ),
+        ),
+        source=(source, Field(description="The dotted path of the value in the knowledge base.")),
+        inferred=(
+            bool,
+            Field(
+                False, description="True when the point is derived or not in the knowledge base (not a fact)."
+            ),
+        ),
     )
-    source: str = Field(
-        min_length=1,
-        max_length=200,
-        description="The dotted path of the value in the knowledge base, e.g. 'technicals.SPX.rsi_14'.",
+    return _list_of(data_point) | str
+
+
+@cache
+def opening_schema(paths: tuple[str, ...] | None, minimum: int, maximum: int) -> type[BaseModel]:
+    """An opening: `minimum` required arguments and up to `maximum` in all, citing the KB's `paths`."""
+    argument = _model(
+        "Argument",
+        claim=(
+            Annotated[str, stated(minLength=1, maxLength=CLAIM_MAX)],
+            Field(description="A single falsifiable proposition, under 100 characters."),
+        ),
+        evidence=(
+            _evidence_type(paths),
+            Field(
+                description="The knowledge base's data points supporting the claim: a list of {data_point, source} "
+                "items (preferred), or one string naming each path with its value, e.g. "
+                "'technicals.SPX.rsi_14 = 58.4'. No vague quantifiers."
+            ),
+        ),
+        confidence=(
+            Annotated[float, stated(minimum=0, maximum=1)],
+            Field(description="0.0-1.0, calibrated to the quality of the evidence."),
+        ),
+        counterpoints=(
+            Annotated[list[str], stated(maxItems=NOTES_MAX)],
+            Field(default_factory=list, description="Weaknesses of this argument you recognise."),
+        ),
+        assumptions=(
+            Annotated[list[str], stated(maxItems=NOTES_MAX)],
+            Field(default_factory=list, description="Premises that would invalidate the argument if false."),
+        ),
     )
-    inferred: bool = Field(
-        default=False, description="True when the point is derived or not in the knowledge base (not a fact)."
-    )
-
-
-Evidence = str | list[DataPoint]
-
-
-# --- round 1: opening ----------------------------------------------------------------------------------------
-
-
-class Argument(_Strict):
-    id: str = Field(
-        default="",
-        max_length=60,
-        description="Optional: <seat>_arg_<n>, zero-based in order (code numbers the arguments by position).",
-    )
-    claim: str = Field(
-        min_length=1, max_length=99, description="A single falsifiable proposition, under 100 characters."
-    )
-    evidence: Evidence = Field(
-        description="KB data points supporting the claim: a list of {data_point, source} items (preferred), or "
-        "one string naming each path with its value, e.g. 'technicals.SPX.rsi_14 = 58.4'. No vague quantifiers."
-    )
-    confidence: float = Field(ge=0.0, le=1.0, description="Calibrated to the quality of the evidence.")
-    counterpoints: list[str] = Field(
-        default_factory=list, max_length=6, description="Weaknesses of this argument you recognise."
-    )
-    assumptions: list[str] = Field(
-        default_factory=list,
-        max_length=6,
-        description="Premises that would invalidate the argument if false.",
-    )
-
-
-class Opening(_Strict):
-    agent: str = Field(default="", max_length=40, description="Optional: your seat id (the seed's wrapper).")
-    round: Literal["opening", ""] = ""
-    arguments: list[Argument] = Field(min_length=1, max_length=4)
-
-
-# --- round 2: cross-examination ----------------------------------------------------------------------------------
-
-
-class Challenge(_Strict):
-    target_id: str = Field(
-        min_length=1, max_length=60, description="The opponent's argument attacked, e.g. tech_bull_arg_0."
-    )
-    challenge_type: ChallengeType = Field(
-        description="refute: a logical or factual error; question_evidence: the evidence is insufficient or its "
-        "conditions are not met; concede: the argument holds; partial: the core holds, degree or scope disputed."
-    )
-    reasoning: str = Field(min_length=1, max_length=2000)
-    new_evidence: Evidence = Field(
-        default="", description="New evidence from the knowledge base only (same forms as an argument's)."
+    fields: dict[str, Any] = {}
+    for number in range(maximum):
+        if number < minimum:
+            fields[argument_field(number)] = (argument, Field(description=f"Your argument {number}."))
+        else:
+            fields[argument_field(number)] = (
+                argument | None,
+                Field(None, description=f"Your argument {number}, if you make one (optional)."),
+            )
+    return _model(
+        "Opening",
+        f"{minimum}-{maximum} arguments, in order; code names them <seat>_arg_<n>.",
+        **fields,
     )
 
 
-class CrossExamination(_Strict):
-    challenges: list[Challenge] = Field(min_length=1, max_length=8)
-
-
-# --- round 3: closing ----------------------------------------------------------------------------------------------
-
-
-class RefinedClaim(_Strict):
-    argument_id: str = Field(
-        default="", max_length=60, description="Your argument refined, e.g. tech_bull_arg_0."
+@cache
+def cross_schema(paths: tuple[str, ...] | None, argument_ids: tuple[str, ...]) -> type[BaseModel]:
+    """A cross-examination: challenges of arguments named by id (every argument of the stage, so the pairs share
+    one schema; the protocol keeps those on the opponent's)."""
+    challenge = _model(
+        "Challenge",
+        target_id=(choice(argument_ids), Field(description="The opponent's argument challenged.")),
+        challenge_type=(
+            ChallengeType,
+            Field(
+                description="refute: a logical or factual error; question_evidence: the evidence is insufficient "
+                "or its conditions are not met; concede: the argument holds; partial: the core holds, degree or "
+                "scope disputed."
+            ),
+        ),
+        reasoning=(
+            Annotated[str, stated(minLength=1, maxLength=2000)],
+            Field(description="The chain of the challenge."),
+        ),
+        new_evidence=(
+            _evidence_type(paths),
+            Field("", description="New evidence from the knowledge base only (same forms as an argument's)."),
+        ),
     )
-    original: str = Field(min_length=1, max_length=300)
-    refinement: str = Field(min_length=1, max_length=1200)
-    confidence_adjusted: float = Field(ge=0.0, le=1.0)
-
-
-class Closing(_Strict):
-    refined_claims: list[RefinedClaim] = Field(default_factory=list, max_length=4)
-    abandoned: list[str] = Field(
-        default_factory=list, max_length=4, description="Ids of your own arguments you abandon."
+    return _model(
+        "CrossExamination",
+        challenges=(
+            _list_of(challenge),
+            Field(min_length=1, description="One challenge per argument addressed."),
+        ),
     )
-    concessions: list[str] = Field(default_factory=list, max_length=8)
-    final_stance: str = Field(min_length=1, max_length=1000, description="50-100 words.")
-    conviction_change: Literal["strengthened", "weakened", "unchanged"]
 
 
-# --- the judge -------------------------------------------------------------------------------------------------------
+@cache
+def closing_schema(argument_ids: tuple[str, ...]) -> type[BaseModel]:
+    """A closing: own arguments refined or abandoned, named by id (every argument of the stage, so the seats share
+    one schema; the protocol keeps the seat's own)."""
+    refined = _model(
+        "RefinedClaim",
+        argument_id=(choice(argument_ids), Field(description="Your argument refined.")),
+        refinement=(
+            Annotated[str, stated(minLength=1, maxLength=1200)],
+            Field(description="How the claim is improved or narrowed after cross-examination."),
+        ),
+        confidence_adjusted=(Annotated[float, stated(minimum=0, maximum=1)], Field(description="0.0-1.0.")),
+    )
+    return _model(
+        "Closing",
+        refined_claims=(
+            Annotated[_list_of(refined), stated(maxItems=4)],
+            Field(default_factory=list, description="Your arguments that survive, refined."),
+        ),
+        abandoned=(
+            Annotated[_list_of(choice(argument_ids)), stated(maxItems=4)],
+            Field(default_factory=list, description="Your arguments that did not survive."),
+        ),
+        concessions=(
+            Annotated[list[str], stated(maxItems=CONCESSIONS_MAX)],
+            Field(default_factory=list, description="The opponent's points you accept, one sentence each."),
+        ),
+        final_stance=(
+            Annotated[str, stated(minLength=1, maxLength=1000)],
+            Field(description="Your final position, 50-100 words."),
+        ),
+        conviction_change=(Conviction, Field(description="How your conviction changed.")),
+    )
 
 
-class ArgumentScore(_Strict):
-    argument_id: str = Field(min_length=1, max_length=60)
-    logic: int = Field(ge=1, le=10)
-    evidence: int = Field(ge=1, le=10)
-    clarity: int = Field(ge=1, le=10)
-    persuasiveness: int = Field(ge=1, le=10)
-    weighted: float | None = Field(
-        default=None, ge=0, le=10, description="Your weighted score (code recomputes it from the weights)."
+class ArgumentScore(BaseModel):
+    model_config = STRICT
+
+    logic: Annotated[int, stated(minimum=SCORE_MIN, maximum=SCORE_MAX)]
+    evidence: Annotated[int, stated(minimum=SCORE_MIN, maximum=SCORE_MAX)]
+    clarity: Annotated[int, stated(minimum=SCORE_MIN, maximum=SCORE_MAX)]
+    persuasiveness: Annotated[int, stated(minimum=SCORE_MIN, maximum=SCORE_MAX)]
+    weighted: Annotated[float | None, stated(minimum=0, maximum=10)] = Field(
+        None, description="Your weighted score (code recomputes it from the weights)."
     )
     status: Verdict
-    note: str = Field(default="", max_length=600, description="One sentence: why this status.")
+    note: Annotated[str, stated(maxLength=600)] = Field("", description="One sentence: why this status.")
 
 
-class Synthesis(_Strict):
-    bull_case_summary: str = Field(min_length=1, max_length=1500)
-    bear_case_summary: str = Field(min_length=1, max_length=1500)
-    key_insight: str = Field(min_length=1, max_length=1000)
+class Synthesis(BaseModel):
+    model_config = STRICT
+
+    bull_case_summary: Annotated[str, stated(minLength=1, maxLength=1500)]
+    bear_case_summary: Annotated[str, stated(minLength=1, maxLength=1500)]
+    key_insight: Annotated[str, stated(minLength=1, maxLength=1000)]
 
 
-class Judgement(_Strict):
-    scores: list[ArgumentScore] = Field(min_length=1, max_length=64)
-    synthesis: Synthesis
-    stronger_case: Literal["bull", "bear"] = Field(
-        description="Which side argued better overall (debate quality, not a market forecast)."
-    )
-    evidence_issues: list[str] = Field(
-        default_factory=list, max_length=20, description="Cited figures that do not match the knowledge base."
+@cache
+def judgement_schema(argument_ids: tuple[str, ...]) -> type[BaseModel]:
+    """The judgement: one score per argument id, by construction."""
+    return _model(
+        "Judgement",
+        scores=(
+            one_per("Scores", argument_ids, ArgumentScore, description="The scores of this argument."),
+            Field(description="One entry per argument, by id."),
+        ),
+        synthesis=(Synthesis, ...),
+        stronger_case=(
+            Literal["bull", "bear"],
+            Field(description="Which side argued better overall (debate quality, not a market forecast)."),
+        ),
+        evidence_issues=(
+            Annotated[list[str], stated(maxItems=ISSUES_MAX)],
+            Field(default_factory=list, description="Cited figures that do not match the knowledge base."),
+        ),
     )

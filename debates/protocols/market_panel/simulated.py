@@ -41,6 +41,7 @@ from typing import Any
 
 from debates.agents.base import AgentRequest
 from debates.protocols.market_panel import protocol as proto
+from debates.protocols.market_panel import schema
 from kb.citations import MISMATCH
 from kb.formats.seed004 import leaf_paths, path_get
 
@@ -306,7 +307,8 @@ def _opening(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
                 else "The market has not already discounted this reading."
             ]
         arguments.append(argument)
-    return {"agent": seat, "round": "opening", "arguments": arguments}
+    # One property per argument, as the step's schema asks; code fills the seat, the round and the ids.
+    return {schema.argument_field(n): argument for n, argument in enumerate(arguments)}
 
 
 # --- round 2 ---------------------------------------------------------------------------------------------------------
@@ -427,7 +429,6 @@ def _closing(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         refined.append(
             {
                 "argument_id": argument["id"],
-                "original": argument.get("claim", ""),
                 "refinement": refinement,
                 "confidence_adjusted": round(min(1.0, max(0.05, confidence)), 2),
             }
@@ -598,7 +599,7 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         for m in context["mismatches"]
     ]
     return {
-        "scores": scores,
+        "scores": {s["argument_id"]: {k: v for k, v in s.items() if k != "argument_id"} for s in scores},
         "synthesis": {
             "bull_case_summary": bull_text,
             "bear_case_summary": bear_text,

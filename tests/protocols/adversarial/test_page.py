@@ -143,7 +143,8 @@ def test_untrusted_text_in_every_body_and_mode_stays_inert(payload):
 
 
 def test_a_streaming_turn_renders_what_has_arrived():
-    text = '{"acknowledged_strengths": ["The rollback flag works."], "concerns": [{"rank": 1, "severity": "critical", "title": "AOF loses da'
+    # What streams is the model's shape: one concern per rank, keyed by the rank.
+    text = '{"acknowledged_strengths": ["The rollback flag works."], "concerns": {"1": {"severity": "critical", "title": "AOF loses da'
     html = render_to_string(
         "debates/run_detail.html#turn-live",
         {"card": live_card(key=KEY_CONCERNS, task="concerns", protocol="adversarial", text=text)},
@@ -153,12 +154,62 @@ def test_a_streaming_turn_renders_what_has_arrived():
 
 
 def test_a_judgement_streaming_without_its_verdict_yet_renders_no_badge():
-    text = '{"surviving_arguments": [{"strength_id": "s1", "why": "Meas'
+    text = '{"advocate_strengths": {"s1": {"survived": true, "why": "Meas'
     html = render_to_string(
         "debates/run_detail.html#turn-live",
         {"card": live_card(key=KEY_JUDGEMENT, task="judgement", protocol="adversarial", text=text)},
     )
     assert "Meas" in html and "adv-verdict-" not in html
+    assert ">s1</span>" in html and ">survived</span>" in html
+
+
+def test_a_judgement_streaming_its_assessments_shows_them_by_rank():
+    text = '{"concern_assessments": {"1": {"addressed_by_advocate": false, "score": 5, "note": "Real"}, "2": {"sco'
+    html = render_to_string(
+        "debates/run_detail.html#turn-live",
+        {"card": live_card(key=KEY_JUDGEMENT, task="judgement", protocol="adversarial", text=text)},
+    )
+    assert '<tr data-rank="1"><td>#1</td>' in html and "5/5" in html and '<tr data-rank="2">' in html
+
+
+def test_a_flagged_quote_is_marked_beside_the_quote_it_concerns():
+    flags = [
+        {
+            "kind": "unverified_quote",
+            "where": "strengths.1.quote",
+            "detail": "Strength s2: not the words of the RFC.",
+        },
+        {
+            "kind": "unverified_quote",
+            "where": "concerns.2.quote",
+            "detail": "Concern #3: not the words of the RFC.",
+        },
+        {
+            "kind": "severity_order",
+            "where": "concerns.1.severity",
+            "detail": "Concern #2 is more severe than #1.",
+        },
+    ]
+    html = render_to_string(f"{TEMPLATE}#case", {"data": case(), "flags": flags})
+    strengths = html.split('class="adv-strength"')[1:]
+    assert ["flag-mark" in strength for strength in strengths] == [False, True]
+    assert 'title="Strength s2: not the words of the RFC.">unverified</span>' in strengths[1]
+    html = render_to_string(f"{TEMPLATE}#concerns", {"data": concerns(), "flags": flags})
+    marked = [c.split("</li>")[0] for c in html.split('class="adv-concern"')[1:]]
+    assert [("unverified" in c, "out of order" in c) for c in marked] == [
+        (False, False),
+        (False, True),
+        (True, False),
+        (False, False),
+        (False, False),
+    ]
+    review_strength = {**review(), "strengths": [{"point": "Reversible.", "quote": "Not in the RFC."}]}
+    flags = [
+        {"kind": "unverified_quote", "where": "strengths.0.quote", "detail": "Strength 1: not the words."}
+    ]
+    assert ">unverified</span>" in render_to_string(
+        f"{TEMPLATE}#review", {"data": review_strength, "flags": flags}
+    )
 
 
 @pytest.mark.django_db

@@ -3,13 +3,16 @@ seed's ladder, the rules the schema cannot express, softener flags, and whole si
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import anthropic
 import pytest
 from pydantic import ValidationError
 
 from debates.agents.prompts import prompt_render
 from debates.contract import Done, RunView, SeatView, Steps, TurnView
+from debates.devtools.fake_llm import schema_instance
 from debates.engine import registry
 from debates.models import RunStatus
 from debates.protocols.adversarial import schema
@@ -186,6 +189,7 @@ class PlanTests:
             (KEY_CASE, "advocate", schema.AdvocateCase),
             (KEY_CONCERNS, "challenger", schema.ChallengerConcerns),
         ]
+        # Neither side sees the other: no enum depends on the run's state, so both schemas are fixed.
         for step in plan.steps:
             assert step.context["artifact_type"] == "RFC"
             assert step.context["framework"] == ["Operability"]
@@ -197,7 +201,8 @@ class PlanTests:
 
     def test_the_judge_runs_after_both_and_sees_both_outputs_and_the_flags(self):
         step = step_for(both_sides(), KEY_JUDGEMENT)
-        assert (step.seat, step.task, step.schema) == ("judge", "judgement", schema.AdversarialJudgement)
+        assert (step.seat, step.task) == ("judge", "judgement")
+        assert step.schema is schema.judgement_schema(("s1", "s2"), ("1", "2", "3", "4", "5"), True)
         assert step.context["mode"] == "full" and step.context["missing"] == []
         assert step.context["case"] == case()
         assert step.context["concerns"] == concerns()
@@ -338,54 +343,288 @@ class DegradationTests:
         assert plan.outcome["mode"] == "raw"
 
 
-class ValidationTests:
-    def _validate(self, key: str, payload: dict[str, Any], history=None, **kwargs: Any) -> list[str]:
-        history = {} if history is None else history
-        step = step_for(history, key, **kwargs)
-        return PROTOCOL.validate(step, step.schema.model_validate(payload), view(history, **kwargs))
+def case_answer() -> dict[str, Any]:
+    """The advocate's answer as the model writes it: no strength ids (code numbers them)."""
+    stored = case()
+    return {**stored, "strengths": [{k: v for k, v in s.items() if k != "id"} for s in stored["strengths"]]}
 
-    def test_valid_positions_pass(self):
-        assert self._validate(KEY_CASE, case()) == []
-        assert self._validate(KEY_CONCERNS, concerns()) == []
 
-    def test_the_schema_demands_exactly_five_concerns(self):
-        four = concerns()
-        four["concerns"] = four["concerns"][:4]
-        with pytest.raises(ValidationError, match="at least 5"):
+def concerns_answer(stored: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The challenger's answer as the model writes it: one concern per rank, keyed by the rank."""
+    stored = concerns() if stored is None else stored
+    return {
+        "acknowledged_strengths": stored["acknowledged_strengths"],
+        "concerns": {str(c["rank"]): {k: v for k, v in c.items() if k != "rank"} for c in stored["concerns"]},
+    }
+
+
+def judgement_answer(verdict: str = "reject") -> dict[str, Any]:
+    """The judge's answer to `judgement()`: one verdict per strength id, one assessment per rank, no `genuine`."""
+    stored = judgement(verdict)
+    return {
+        "advocate_strengths": {
+            "s1": {"survived": False, "why": "The durability concern undoes it."},
+            "s2": {"survived": True, "why": "Nobody attacked the rollback."},
+        },
+        "concern_assessments": {
+            str(a["rank"]): {
+                "addressed_by_advocate": a["addressed_by_advocate"],
+                "score": a["score"],
+                "note": "",
+            }
+            for a in stored["concern_assessments"]
+        },
+        **{k: v for k, v in stored.items() if k not in {"surviving_arguments", "concern_assessments"}},
+    }
+
+
+def review_answer() -> dict[str, Any]:
+    stored = review()
+    return {**stored, "concerns": concerns_answer({**concerns(), "concerns": stored["concerns"]})["concerns"]}
+
+
+def accepted(key: str, answer: dict[str, Any], history=None, **kwargs: Any):
+    """The answer through the step's schema, the protocol's rules and `accept`, as the runner does."""
+    history = {} if history is None else history
+    step = step_for(history, key, **kwargs)
+    model = step.schema.model_validate(answer)
+    assert PROTOCOL.validate(step, model, view(history, **kwargs)) == []
+    return PROTOCOL.accept(step, model, view(history, **kwargs))
+
+
+def kinds(flags) -> list[tuple[str, str]]:
+    return [(f.kind, f.where) for f in flags]
+
+
+class SchemaTests:
+    """What a model is sent: the contract carried by construction, and nothing code knows."""
+
+    def test_the_advocate_writes_no_strength_ids(self):
+        strength = schema.AdvocateCase.model_json_schema()["$defs"]["Strength"]
+        assert sorted(strength["properties"]) == ["point", "quote", "why_it_matters"]
+
+    def test_the_challenger_answers_exactly_one_concern_per_rank_one_to_five(self):
+        concerns_schema = schema.ChallengerConcerns.model_json_schema()["$defs"]["ConcernsByRank"]
+        assert list(concerns_schema["properties"]) == ["1", "2", "3", "4", "5"]
+        assert concerns_schema["required"] == ["1", "2", "3", "4", "5"]
+        assert concerns_schema["additionalProperties"] is False
+        four = concerns_answer()
+        del four["concerns"]["5"]
+        with pytest.raises(ValidationError, match="5"):
             schema.ChallengerConcerns.model_validate(four)
 
-    def test_ranks_are_one_to_five_each_used_once(self):
-        payload = concerns()
-        payload["concerns"][4]["rank"] = 4
-        assert self._validate(KEY_CONCERNS, payload) == [
-            "concern rank 4 is used twice",
-            "no concern has rank 5",
+    def test_the_judge_refers_only_to_the_strengths_and_concerns_that_exist(self):
+        judge = schema.judgement_schema(("s1", "s2"), ("1", "2", "3", "4", "5"), True).model_json_schema()
+        defs = judge["$defs"]
+        assert defs["StrengthVerdicts"]["required"] == ["s1", "s2"]
+        assert defs["ConcernAssessments"]["required"] == ["1", "2", "3", "4", "5"]
+        assessment = defs["ConcernAssessment"]["properties"]
+        assert sorted(assessment) == [
+            "addressed_by_advocate",
+            "note",
+            "score",
+        ]  # genuine follows from the score
+        assert assessment["score"]["enum"] == [1, 2, 3, 4, 5]
+        assert set(judge["required"]) >= {"advocate_strengths", "concern_assessments", "pulled_punches"}
+        with pytest.raises(ValidationError):
+            step_for(both_sides(), KEY_JUDGEMENT).schema.model_validate(
+                {**judgement_answer(), "advocate_strengths": {"s9": {"survived": True, "why": "made up"}}}
+            )
+
+    def test_without_an_advocate_the_judge_is_asked_neither_strengths_nor_what_was_addressed(self):
+        step = step_for(both_sides(**{KEY_CASE: None}), KEY_JUDGEMENT)
+        judge = step.schema.model_json_schema()
+        assert "advocate_strengths" not in judge["properties"]
+        assert sorted(judge["$defs"]["UnansweredConcernAssessment"]["properties"]) == ["note", "score"]
+
+    def test_without_a_challenger_the_judge_is_asked_no_assessment_and_no_pulled_punches(self):
+        step = step_for(both_sides(**{KEY_CONCERNS: None}), KEY_JUDGEMENT)
+        properties = step.schema.model_json_schema()["properties"]
+        assert "concern_assessments" not in properties and "pulled_punches" not in properties
+        assert "advocate_strengths" in properties
+
+    def test_one_state_of_the_run_gives_one_judge_schema(self):
+        # The schema is part of the prompt cache's key: planning twice must not make a new one.
+        assert step_for(both_sides(), KEY_JUDGEMENT).schema is step_for(both_sides(), KEY_JUDGEMENT).schema
+
+    def test_counts_and_lengths_are_stated_for_the_model_but_not_enforced(self):
+        strengths = schema.AdvocateCase.model_json_schema()["properties"]["strengths"]
+        assert (strengths["minItems"], strengths["maxItems"]) == (1, 6)
+        answer = case_answer()
+        answer["strengths"] = answer["strengths"] * 4
+        answer["summary"] = ""
+        schema.AdvocateCase.model_validate(answer)  # eight strengths and an empty summary: kept, then flagged
+
+    def test_the_verdict_is_binary(self):
+        judge = step_for(both_sides(), KEY_JUDGEMENT).schema
+        with pytest.raises(ValidationError):
+            judge.model_validate({**judgement_answer(), "verdict": "it's close"})
+
+
+class AcceptTests:
+    """What code fills in and what it flags: the turn is kept, the doubtful item is marked."""
+
+    def test_well_formed_answers_are_stored_in_the_shape_the_pages_read_without_a_flag(self):
+        for key, answer, stored in (
+            (KEY_CASE, case_answer(), case()),
+            (KEY_CONCERNS, concerns_answer(), concerns()),
+        ):
+            result = accepted(key, answer)
+            assert (result.payload, result.flags) == (stored, ())
+        result = accepted(KEY_JUDGEMENT, judgement_answer(), both_sides())
+        assert result.flags == ()
+        assert result.payload == {
+            **judgement(),
+            "fallen_arguments": [{"strength_id": "s1", "why": "The durability concern undoes it."}],
+        }
+        result = accepted(KEY_REVIEW, review_answer(), {KEY_CASE: None, KEY_CONCERNS: None})
+        assert (result.payload, result.flags) == (review(), ())
+
+    def test_code_numbers_the_strengths_in_the_advocates_order(self):
+        answer = case_answer()
+        answer["strengths"].reverse()
+        payload = accepted(KEY_CASE, answer).payload
+        assert [(s["id"], s["point"]) for s in payload["strengths"]] == [
+            ("s1", "Rollback is cheap."),
+            ("s2", "The motivation is measured."),
         ]
 
-    def test_severity_may_not_rise_down_the_ranking(self):
-        payload = concerns(("high", "critical", "high", "medium", "low"))
-        assert self._validate(KEY_CONCERNS, payload) == [
-            "concern rank 2 (critical) is more severe than rank 1 (high): rank the concerns by severity, "
-            "most severe first"
+    def test_an_advocate_quote_that_is_not_the_artifacts_words_is_kept_and_flagged(self):
+        answer = case_answer()
+        answer["strengths"][0]["quote"] = "Redis is always faster."
+        result = accepted(KEY_CASE, answer)
+        assert result.payload["strengths"][0]["quote"] == "Redis is always faster."
+        assert [f.as_json() for f in result.flags] == [
+            {
+                "kind": "unverified_quote",
+                "where": "strengths.0.quote",
+                "detail": "Strength s1: not the words of the RFC: “Redis is always faster.”.",
+            }
+        ]
+
+    def test_a_concern_quote_that_is_not_the_artifacts_words_is_kept_and_flagged(self):
+        answer = concerns_answer()
+        answer["concerns"]["3"]["quote"] = "Sessions will never be lost."
+        result = accepted(KEY_CONCERNS, answer)
+        assert result.payload["concerns"][2]["quote"] == "Sessions will never be lost."
+        assert kinds(result.flags) == [("unverified_quote", "concerns.2.quote")]
+        assert result.flags[0].detail.startswith("Concern #3: not the words of the RFC")
+
+    def test_an_empty_or_too_short_quote_is_flagged_as_unverified(self):
+        answer = concerns_answer()
+        answer["concerns"]["1"]["quote"] = "  "
+        answer["concerns"]["2"]["quote"] = "Redis"
+        result = accepted(KEY_CONCERNS, answer)
+        assert kinds(result.flags) == [
+            ("unverified_quote", "concerns.0.quote"),
+            ("unverified_quote", "concerns.1.quote"),
+        ]
+        assert "an empty quote" in result.flags[0].detail
+
+    def test_a_ranking_that_is_not_by_severity_is_kept_as_given_and_flagged(self):
+        answer = concerns_answer(concerns(("high", "critical", "high", "medium", "low")))
+        result = accepted(KEY_CONCERNS, answer)
+        assert [c["severity"] for c in result.payload["concerns"]] == [
+            "high",
+            "critical",
+            "high",
+            "medium",
+            "low",
+        ]
+        assert [f.as_json() for f in result.flags] == [
+            {
+                "kind": "severity_order",
+                "where": "concerns.1.severity",
+                "detail": "Concern #2 (critical) is more severe than #1 (high): the ranking is not by severity.",
+            }
         ]
 
     def test_equal_severities_may_share_adjacent_ranks(self):
-        assert self._validate(KEY_CONCERNS, concerns(("high",) * 5)) == []
+        assert accepted(KEY_CONCERNS, concerns_answer(concerns(("high",) * 5))).flags == ()
 
-    def test_a_concern_must_quote_the_artifact(self):
-        payload = concerns()
-        payload["concerns"][2]["quote"] = "Sessions will never be lost."
-        assert self._validate(KEY_CONCERNS, payload) == [
-            "concern rank 3: the quote is not the words of the RFC: “Sessions will never be lost.”"
+    def test_concerns_are_stored_by_rank_whatever_order_the_properties_came_in(self):
+        answer = concerns_answer()
+        answer["concerns"] = dict(reversed(answer["concerns"].items()))
+        assert [c["rank"] for c in accepted(KEY_CONCERNS, answer).payload["concerns"]] == [1, 2, 3, 4, 5]
+
+    def test_too_many_items_are_cut_to_the_limit_and_too_few_are_kept_both_flagged(self):
+        answer = case_answer()
+        answer["strengths"] = answer["strengths"] * 4
+        answer["tradeoffs_acknowledged"] = [f"Cost {n}." for n in range(8)]
+        result = accepted(KEY_CASE, answer)
+        assert [s["id"] for s in result.payload["strengths"]] == ["s1", "s2", "s3", "s4", "s5", "s6"]
+        assert len(result.payload["tradeoffs_acknowledged"]) == 6
+        assert kinds(result.flags) == [("too_many", "strengths"), ("too_many", "tradeoffs_acknowledged")]
+        one = case_answer()
+        one["strengths"] = one["strengths"][:1]
+        result = accepted(KEY_CASE, one)
+        assert len(result.payload["strengths"]) == 1
+        assert [f.as_json() for f in result.flags] == [
+            {"kind": "too_few", "where": "strengths", "detail": "1 strengths given, 2 asked for."}
         ]
 
-    def test_an_advocate_strength_must_quote_the_artifact(self):
-        payload = case()
-        payload["strengths"][0]["quote"] = "Redis is always faster."
-        assert self._validate(KEY_CASE, payload) == [
-            "strength s1: the quote is not the words of the RFC: “Redis is always faster.”"
+    def test_empty_texts_are_flagged_and_empty_list_items_dropped(self):
+        answer = concerns_answer()
+        answer["acknowledged_strengths"] = ["", "The rollback flag is a real safety net."]
+        answer["concerns"]["4"]["risk"] = " "
+        result = accepted(KEY_CONCERNS, answer)
+        assert result.payload["acknowledged_strengths"] == ["The rollback flag is a real safety net."]
+        assert result.payload["concerns"][3]["risk"] == ""
+        assert kinds(result.flags) == [("empty", "acknowledged_strengths.0"), ("empty", "concerns.3.risk")]
+
+    def test_whether_a_concern_is_genuine_follows_from_its_score(self):
+        answer = judgement_answer()
+        answer["concern_assessments"]["1"]["score"] = 2
+        answer["concern_assessments"]["4"]["score"] = 3
+        payload = accepted(KEY_JUDGEMENT, answer, both_sides()).payload
+        assert [(a["rank"], a["genuine"], a["score"]) for a in payload["concern_assessments"]] == [
+            (1, "stretch", 2),
+            (2, "genuine", 4),
+            (3, "genuine", 3),
+            (4, "genuine", 3),
+            (5, "stretch", 1),
         ]
 
+    def test_without_an_advocate_nothing_was_addressed_and_nothing_survives(self):
+        answer = judgement_answer()
+        del answer["advocate_strengths"]
+        answer["concern_assessments"] = {
+            rank: {"score": a["score"], "note": a["note"]}
+            for rank, a in answer["concern_assessments"].items()
+        }
+        payload = accepted(KEY_JUDGEMENT, answer, both_sides(**{KEY_CASE: None})).payload
+        assert payload["surviving_arguments"] == [] and payload["fallen_arguments"] == []
+        assert [a["addressed_by_advocate"] for a in payload["concern_assessments"]] == [False] * 5
+
+    def test_without_a_challenger_there_is_nothing_to_assess(self):
+        answer = judgement_answer("approve")
+        del answer["concern_assessments"], answer["pulled_punches"]
+        payload = accepted(KEY_JUDGEMENT, answer, both_sides(**{KEY_CONCERNS: None})).payload
+        assert (payload["concern_assessments"], payload["pulled_punches"]) == ([], None)
+        assert [s["strength_id"] for s in payload["surviving_arguments"]] == ["s2"]
+
+    def test_the_judges_narratives_are_kept_to_three_and_one_is_flagged_as_too_few(self):
+        answer = judgement_answer()
+        answer["key_narratives"] = ["One.", "Two.", "Three.", "Four."]
+        result = accepted(KEY_JUDGEMENT, answer, both_sides())
+        assert result.payload["key_narratives"] == ["One.", "Two.", "Three."]
+        assert kinds(result.flags) == [("too_many", "key_narratives")]
+        answer["key_narratives"] = ["One."]
+        assert kinds(accepted(KEY_JUDGEMENT, answer, both_sides()).flags) == [("too_few", "key_narratives")]
+
+    def test_the_single_review_is_held_to_the_same_quotes_and_ranking_flagged(self):
+        answer = review_answer()
+        answer["concerns"]["1"]["severity"] = "low"
+        answer["strengths"][0]["quote"] = "Not in the RFC."
+        result = accepted(KEY_REVIEW, answer, {KEY_CASE: None, KEY_CONCERNS: None})
+        assert kinds(result.flags) == [
+            ("unverified_quote", "strengths.0.quote"),
+            ("severity_order", "concerns.1.severity"),
+        ]
+        assert result.payload["concerns"][0]["severity"] == "low"
+
+
+class QuoteTests:
     def test_quotes_match_across_case_whitespace_curly_quotes_and_a_trailing_ellipsis(self):
         material = "He said “go” — then   waited.\nThe cluster has three nodes."
         assert quote_in('he said "go" — then waited.', material)
@@ -403,77 +642,6 @@ class ValidationTests:
         plan = PROTOCOL.plan(view({}, material="  "))
         assert isinstance(plan, Done) and plan.failed
         assert plan.reason == "There is no RFC to review: the run's material is empty."
-
-    def test_strength_ids_are_unique(self):
-        payload = case()
-        payload["strengths"][1]["id"] = "s1"
-        assert self._validate(KEY_CASE, payload) == ["strength id s1 is used twice"]
-
-    def test_the_judge_assesses_every_concern_exactly_once(self):
-        payload = judgement()
-        payload["concern_assessments"][4]["rank"] = 4
-        assert self._validate(KEY_JUDGEMENT, payload, both_sides()) == [
-            "concern rank 5 is not assessed",
-            "concern rank 4 is assessed twice",
-        ]
-
-    def test_surviving_arguments_name_real_strengths(self):
-        payload = judgement()
-        payload["surviving_arguments"].append({"strength_id": "s9", "why": "made up"})
-        assert self._validate(KEY_JUDGEMENT, payload, both_sides()) == [
-            "surviving argument s9: the advocate has no strength s9"
-        ]
-
-    def test_genuine_scores_three_to_five_and_a_stretch_one_to_two(self):
-        payload = judgement()
-        payload["concern_assessments"][0]["score"] = 2
-        payload["concern_assessments"][3]["score"] = 4
-        assert self._validate(KEY_JUDGEMENT, payload, both_sides()) == [
-            "concern rank 1: a genuine concern scores 3–5, not 2",
-            "concern rank 4: a stretch scores 1–2, not 4",
-        ]
-
-    def test_the_pulled_punches_check_is_required_when_there_are_concerns(self):
-        payload = {**judgement(), "pulled_punches": None}
-        assert self._validate(KEY_JUDGEMENT, payload, both_sides()) == [
-            "pulled_punches: say whether the challenger's concerns were genuine or performative"
-        ]
-
-    def test_without_an_advocate_nothing_was_addressed_and_nothing_survives(self):
-        payload = judgement()
-        assert self._validate(KEY_JUDGEMENT, payload, both_sides(**{KEY_CASE: None})) == [
-            "concern rank 3: the advocate failed, so it cannot have addressed it",
-            "concern rank 5: the advocate failed, so it cannot have addressed it",
-            "surviving argument s2: the advocate has no strength s2",
-        ]
-
-    def test_without_a_challenger_there_is_nothing_to_assess(self):
-        history = both_sides(**{KEY_CONCERNS: None})
-        assert self._validate(KEY_JUDGEMENT, judgement(), history) == [
-            "the challenger failed: there are no concerns to assess"
-        ]
-        assert (
-            self._validate(
-                KEY_JUDGEMENT, {**judgement(), "concern_assessments": [], "pulled_punches": None}, history
-            )
-            == []
-        )
-
-    def test_the_single_review_obeys_the_same_ranking_and_quote_rules(self):
-        history = {KEY_CASE: None, KEY_CONCERNS: None}
-        assert self._validate(KEY_REVIEW, review(), history) == []
-        bad = review()
-        bad["concerns"][0]["severity"] = "low"
-        bad["strengths"][0]["quote"] = "Not in the RFC."
-        assert self._validate(KEY_REVIEW, bad, history) == [
-            "concern rank 2 (high) is more severe than rank 1 (low): rank the concerns by severity, "
-            "most severe first",
-            "strength 1: the quote is not the words of the RFC: “Not in the RFC.”",
-        ]
-
-    def test_the_verdict_is_binary(self):
-        with pytest.raises(ValidationError):
-            schema.AdversarialJudgement.model_validate({**judgement(), "verdict": "it's close"})
 
 
 class SoftenerTests:
@@ -533,7 +701,9 @@ class SoftenerTests:
 
     def _validate_concerns(self, payload: dict[str, Any]) -> list[str]:
         step = step_for({}, KEY_CONCERNS)
-        return PROTOCOL.validate(step, schema.ChallengerConcerns.model_validate(payload), view({}))
+        return PROTOCOL.validate(
+            step, schema.ChallengerConcerns.model_validate(concerns_answer(payload)), view({})
+        )
 
 
 def _run(**backend_options: Any):
@@ -576,6 +746,12 @@ class SimulatedRunTests:
         assert [c["rank"] for c in ranked] == [1, 2, 3, 4, 5]
         assert all(c["quote"] in RFC for c in ranked)
         assert payloads[KEY_CASE]["strengths"][0]["point"].startswith("On Operability:")
+        # A model that obeys everything leaves nothing for code to flag.
+        assert {t.key: t.flags for t in run.turns.all()} == {
+            KEY_CASE: [],
+            KEY_CONCERNS: [],
+            KEY_JUDGEMENT: [],
+        }
 
     def test_the_simulated_judge_follows_its_rule_for_the_verdict(self):
         for options in ({}, {"concerns": "severe"}, {"concerns": "mild"}):
@@ -668,3 +844,23 @@ class PromptTests:
         v = view({KEY_CASE: None, KEY_CONCERNS: None})
         (step,) = PROTOCOL.plan(v).steps
         assert "single-agent reviewer" in prompt_render(protocol="adversarial", step=step, view=v).persona
+
+
+@pytest.mark.parametrize(
+    ("key", "history"),
+    [
+        pytest.param(KEY_REVIEW, {KEY_CASE: None, KEY_CONCERNS: None}, id="single-review"),
+        pytest.param(KEY_JUDGEMENT, {KEY_CASE: None, KEY_CONCERNS: concerns()}, id="advocate-failed"),
+        pytest.param(KEY_JUDGEMENT, {KEY_CASE: case(), KEY_CONCERNS: None}, id="challenger-failed"),
+    ],
+)
+def test_any_schema_valid_answer_of_a_degraded_step_is_accepted_or_flagged_never_refused(key, history):
+    """The shared property (tests/protocols/test_schema_only.py) over the steps a demo run never reaches: an
+    arbitrary instance of the schema as either decoder sees it passes the rules and commits."""
+    step, v = step_for(history, key), view(history)
+    for wire_schema in (anthropic.transform_schema(step.schema), step.schema.model_json_schema()):
+        for draw in range(6):
+            answer = schema_instance(wire_schema, seed=draw)
+            model = step.schema.model_validate(answer)
+            assert PROTOCOL.validate(step, model, v) == []
+            json.dumps(PROTOCOL.accept(step, model, v).payload)

@@ -1,7 +1,7 @@
 """The comparative debate (seed 003): setup (two options, default criteria per decision type, weights 3/2/1,
-the line formats), the rules code checks in each turn (every criterion argued, exactly 3 sentences, quoted
-claims, every rebuttal scored), the scorecard arithmetic and the 5 % rule, hedging detection, and every step of
-the fallback chain team → subagent → single → raw, planned over hand-built histories."""
+the line formats), the scorecard arithmetic and the 5 % rule, hedging detection, and every step of the fallback
+chain team → subagent → single → raw, planned over hand-built histories. What each turn is asked and what code
+fills in and flags: test_answers.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pydantic import ValidationError
 
 from debates.contract import Done, RunView, SeatView, Steps, TurnView
 from debates.engine import registry
-from debates.protocols.comparative import schema
 from debates.protocols.comparative.protocol import (
     KEY_JUDGEMENT,
     ComparativeConfig,
@@ -383,78 +382,10 @@ def test_abbreviations_and_initials_do_not_end_a_sentence() -> None:
     assert sentences_count("Done. done again. Third!") == 2  # a lower-case word continues the sentence
 
 
-# --- validation of each turn ------------------------------------------------------------------------------------
-
-
 def _steps(v: RunView) -> tuple[Any, ...]:
     plan = PROTOCOL.plan(v)
     assert isinstance(plan, Steps)
     return plan.steps
-
-
-def test_an_opening_must_argue_every_criterion_close_in_three_sentences_and_address_stakeholders() -> None:
-    step = next(
-        s
-        for s in _steps(view({}, stakeholders=[{"name": "CTO", "position": "prefers Mongo"}]))
-        if s.key == key_opening("A")
-    )
-    bad = opening("A")
-    bad["arguments"] = bad["arguments"][:2] + [dict(bad["arguments"][0], id="c3", criterion="Vibes")]
-    bad["closing"] = "We win. Clearly."
-    errors = PROTOCOL.validate(step, schema.Opening.model_validate(bad), view({}))
-    assert "arguments: Support is not argued" in errors
-    assert "arguments: 'Vibes' is not one of the criteria" in errors
-    assert "closing: write exactly 3 sentences (this closing has 2)" in errors
-    assert "stakeholders: address CTO (known position: prefers Mongo)" in errors
-    good = opening("A") | {"stakeholders": [{"stakeholder": "cto", "response": "Reconsider."}]}
-    assert PROTOCOL.validate(step, schema.Opening.model_validate(good), view({})) == []
-
-
-def test_the_schema_demands_exactly_three_risks_and_at_most_three_rebuttals() -> None:
-    with pytest.raises(ValidationError, match="risks_of_other"):
-        schema.Opening.model_validate(opening("A") | {"risks_of_other": [{"risk": "r", "evidence": "e"}] * 2})
-    with pytest.raises(ValidationError, match="rebuttals"):
-        schema.Rebuttals.model_validate({"rebuttals": rebuttals("B")["rebuttals"] * 2})
-
-
-def test_a_rebuttal_must_quote_the_opponents_claim_it_targets() -> None:
-    history = {key_opening("A"): opening("A"), key_opening("B"): opening("B")}
-    step = next(s for s in _steps(view(history)) if s.key == key_rebuttal("A"))
-    assert step.context["opponent_opening"] == opening("B")
-    bad = rebuttals("B")
-    bad["rebuttals"][0]["quoted_claim"] = "B is slow"
-    bad["rebuttals"][1]["claim_id"] = "c9"
-    bad["rebuttals"][2]["claim_id"] = "c1"
-    bad["acknowledged_strong"] = ["c1"]
-    errors = PROTOCOL.validate(step, schema.Rebuttals.model_validate(bad), view(history))
-    assert "rebuttals[0].quoted_claim: not the words of the opponent's claim c1" in errors
-    assert "rebuttals[1].claim_id: the opponent has no claim c9" in errors
-    assert "rebuttals: claim c1 is attacked twice" in errors
-    assert "acknowledged_strong: c1 is both acknowledged as strong and attacked" in errors
-    assert PROTOCOL.validate(step, schema.Rebuttals.model_validate(rebuttals("B")), view(history)) == []
-
-
-def test_the_team_judge_must_score_all_six_rebuttals_and_every_criterion() -> None:
-    step = _steps(view(TEAM_HISTORY))[0]
-    assert step.key == KEY_JUDGEMENT and step.context["mode"] == "team"
-    assert [r["id"] for r in step.context["rebuttals"]] == ["A1", "A2", "A3", "B1", "B2", "B3"]
-    incomplete = judgement({"Cost": (4, 3), "Speed": (3, 4)}, rebuttal_ids=("A1", "A2", "B1", "B2", "B3"))
-    errors = PROTOCOL.validate(step, schema.Judgement.model_validate(incomplete), view(TEAM_HISTORY))
-    assert "criterion_scores: Support is not scored" in errors
-    assert "scorecard: Support is not in the scorecard" in errors
-    assert "rebuttal_analysis: score rebuttal A3" in errors
-    complete = judgement(SCORES, rebuttal_ids=("A1", "A2", "A3", "B1", "B2", "B3"))
-    assert PROTOCOL.validate(step, schema.Judgement.model_validate(complete), view(TEAM_HISTORY)) == []
-
-
-def test_a_judge_without_rebuttals_must_leave_the_analysis_empty() -> None:
-    history = {key_opening("A"): opening("A"), key_opening("B"): opening("B")}
-    step = _steps(view(history, mode="subagent"))[0]
-    assert step.key == KEY_JUDGEMENT and step.context["rebuttals"] == []
-    data = judgement(SCORES, rebuttal_ids=("A1",))
-    assert PROTOCOL.validate(step, schema.Judgement.model_validate(data), view(history, mode="subagent")) == [
-        "rebuttal_analysis: there were no rebuttals in subagent mode; leave it empty"
-    ]
 
 
 # --- the plan and the fallback chain -----------------------------------------------------------------------------
@@ -601,22 +532,6 @@ def test_the_gate_form_names_the_bad_line() -> None:
         PROTOCOL.human_payload(step, {"choice": "add_evidence", "criteria": "Cost | High"})
     with pytest.raises(ValueError, match="Choose: proceed with the debate, add more evidence, or adjust"):
         PROTOCOL.human_payload(step, {"evidence_a": "Bench | benchmark | fast"})
-
-
-def test_with_fewer_than_three_claims_a_rebuttal_attacks_them_all() -> None:
-    two = [{"name": "Cost", "weight": "High"}, {"name": "Speed", "weight": "Low"}]
-    short = opening("A") | {"arguments": opening("A")["arguments"][:2]}
-    history = {key_opening("A"): short, key_opening("B"): short}
-    v = view(history, criteria=two)
-    step = next(s for s in _steps(v) if s.key == key_rebuttal("B"))
-    assert (
-        step.context["criteria"][0]["points"] == 3 and step.context["evidence"] == []
-    )  # the evidence base too
-    three = rebuttals("A")
-    errors = PROTOCOL.validate(step, schema.Rebuttals.model_validate(three), v)
-    assert "rebuttals: attack exactly 2 of the opponent's claims (not 3)" in errors
-    both = {"rebuttals": three["rebuttals"][:2], "acknowledged_strong": []}
-    assert PROTOCOL.validate(step, schema.Rebuttals.model_validate(both), v) == []
 
 
 def test_the_five_percent_rule_is_exact_not_rounded() -> None:

@@ -170,6 +170,7 @@ class TeamRunTests:
         assert run.status == "completed", run.status_reason
         turns = list(run.turns.all())
         assert {t.key for t in turns} == ALL_KEYS
+        assert [(t.key, t.flags) for t in turns if t.flags] == []  # the simulated seats play by the rules
         assert [
             (t.key, t.status, t.attempt) for t in turns if t.status != "committed" or t.attempt != 1
         ] == []
@@ -516,7 +517,8 @@ class ModeTests:
 def play(
     config: dict[str, Any], *, material: str = MATERIAL, seed: int = 3, **options: Any
 ) -> dict[str, Any]:
-    """Plan → simulated agent → schema + protocol checks → commit, until the plan is done; returns the outcome."""
+    """Plan → simulated agent → schema + protocol checks → accept → commit, until the plan is done; returns the
+    outcome."""
     parsed = PROTOCOL.config_model.model_validate(PROTOCOL.prepare(dict(config), None))
     seats = {s.handle: SeatView(s.handle, s.name, s.role, s.lens, s.human) for s in PROTOCOL.seats(parsed)}
     turns: dict[str, TurnView] = {}
@@ -531,8 +533,10 @@ def play(
             request = AgentRequest(step=step, view=view, protocol="comparative", options=options, attempt=1)
             payload = step.schema.model_validate(simulated_payload(request))
             assert PROTOCOL.validate(step, payload, view) == [], step.key
+            accepted = PROTOCOL.accept(step, payload, view)
+            assert accepted.flags == (), (step.key, accepted.flags)  # the simulated seats play by the rules
             turns[step.key] = TurnView(
-                step.key, step.seat, step.stage, step.task, "committed", payload.model_dump()
+                step.key, step.seat, step.stage, step.task, "committed", accepted.payload
             )
 
 

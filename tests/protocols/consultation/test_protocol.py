@@ -1,21 +1,24 @@
 """The consultation (seed 001): the 9-state machine (every allowed transition, every refused one), plan() over
 hand-built histories (independent R1, R3 that sees only its own position and the filtered synthesis, the cost
 abort at 150 % of the estimate), the early-termination rule and its rubber-stamp block, invalid tensions dropped
-with a warning, the rules the schema cannot express, and whole simulated runs through the cost gate with the
-state history they record."""
+with a warning, the rules the schema cannot express (flagged, never refused), and whole simulated runs through
+the cost gate with the state history they record."""
 
 from __future__ import annotations
 
+import io
+from dataclasses import replace
 from decimal import Decimal
 from itertools import product
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 
 from debates.agents.prompts import prompt_render
-from debates.contract import Done, RunView, SeatView, Steps, TurnView
+from debates.contract import Done, Flag, RunView, SeatView, Step, Steps, TurnView
 from debates.engine import registry
-from debates.models import RunStatus
+from debates.models import Run, RunStatus
 from debates.protocols.consultation import schema
 from debates.protocols.consultation.protocol import (
     KEY_CROSS_EXAM,
@@ -296,11 +299,11 @@ def test_the_verdict_sees_at_most_five_challenges_and_every_unresolved_item() ->
     plan = PROTOCOL.plan(view(turns))
     assert isinstance(plan, Steps)
     (step,) = plan.steps
-    assert step.key == KEY_VERDICT and step.schema is schema.VerdictConverge
+    assert step.key == KEY_VERDICT and step.schema is schema.verdict_converge_schema(("Ada", "Bo", "Cy"))
     assert len(step.context["challenges"]) == 5 and len(step.context["rebuttals"]) == 5
     assert len(step.context["unresolved"]) == 8
     explore = PROTOCOL.plan(view(turns, mode="explore"))
-    assert explore.steps[0].schema is schema.VerdictExplore  # type: ignore[union-attr]
+    assert explore.steps[0].schema is schema.verdict_explore_schema(("Ada", "Bo", "Cy"))  # type: ignore[union-attr]
 
 
 def test_the_judges_failure_aborts_with_its_cause() -> None:
@@ -328,8 +331,6 @@ def test_fewer_rounds_complete_early_as_the_machine_allows(rounds: int, done_aft
 
 
 def _with_state(current: RunView, state: str, consent: str = "auto") -> RunView:
-    from dataclasses import replace
-
     return replace(current, state=state, consent=consent)
 
 
@@ -442,62 +443,78 @@ def test_the_plan_stops_after_round_2_on_a_strong_consensus_only_in_converge_mod
 # --- rules beyond the schema ------------------------------------------------------------------------------------
 
 
-def _step(key: str, current: RunView) -> Any:
-    from debates.contract import Step
+def _step(key: str, current: RunView) -> Step:
+    plan = PROTOCOL.plan(current)
+    assert isinstance(plan, Steps)
+    return next(step for step in plan.steps if step.key == key)
 
-    seat = key.rsplit("/", 1)[1]
-    return Step(key=key, seat=seat, stage="x", task="x", schema=schema.Synthesis)
+
+def _accepted(key: str, current: RunView, answer: dict[str, Any]) -> tuple[dict[str, Any], list[Flag]]:
+    step = _step(key, current)
+    model = step.schema.model_validate(answer)
+    assert PROTOCOL.validate(step, model, current) == []  # nothing here makes a turn fail
+    accepted = PROTOCOL.accept(step, model, current)
+    return accepted.payload, list(accepted.flags)
 
 
-def test_agents_must_be_named_as_in_the_panel() -> None:
+def test_agents_can_only_be_named_as_in_the_panel() -> None:
     current = view(r1())
-    payload = schema.Synthesis.model_validate(
-        synthesis(tensions=[{"topic": "T", "viewpoints": [{"agent": "Dee", "viewpoint": "x"}]}])
-        | {"consensus_points": [{"point": "p", "supporting_agents": ["ada", "Zed"], "confidence": 0.5}]}
-    )
-    errors = PROTOCOL.validate(_step(KEY_SYNTHESIS, current), payload, current)
-    assert errors == [
-        "consensus_points[0].supporting_agents: 'Zed' is not an agent of this consultation (Ada, Bo, Cy)",
-        "tensions[0].viewpoints: 'Dee' is not an agent of this consultation (Ada, Bo, Cy)",
-    ]
-
-
-def test_a_reply_challenges_others_or_the_consensus_and_defends_when_it_does_not() -> None:
-    current = view(r1())
-    step = _step(key_reply("agent-ada"), current)
-    bad = schema.CrossExamReply.model_validate(
-        {
-            "critique": "x",
-            "challenges": [
-                {"target_agent": "Ada", "challenge_point": "me"},
-                {"target_agent": "Consensus", "challenge_point": "all"},
-            ],
-        }
-    )
-    assert PROTOCOL.validate(step, bad, current) == [
-        "challenges[0].target_agent: challenge others, not yourself"
-    ]
-    silent = schema.CrossExamReply.model_validate({"critique": "x", "challenges": []})
-    assert PROTOCOL.validate(step, silent, current) == ["defense: with no challenge, defend your position"]
-
-
-def test_a_low_confidence_verdict_must_name_the_dissent() -> None:
-    current = view(r1())
-    verdict = {"recommendation": "Charge in stages.", "confidence": 0.65, "evidence": ["Traffic fell 20 %."]}
-    errors = PROTOCOL.validate(
-        _step(KEY_VERDICT, current), schema.VerdictConverge.model_validate(verdict), current
-    )
-    assert errors == [
-        "dissent: a confidence of 0.65 (below 0.70) means major dissent; name the minority agents' concerns with "
-        "their severity"
-    ]
-    with_dissent = {**verdict, "dissent": [{"agent": "Cy", "concern": "Regressive.", "severity": "high"}]}
-    assert (
-        PROTOCOL.validate(
-            _step(KEY_VERDICT, current), schema.VerdictConverge.model_validate(with_dissent), current
+    step = _step(KEY_SYNTHESIS, current)
+    with pytest.raises(ValueError, match="supporting_agents"):
+        step.schema.model_validate(
+            synthesis()
+            | {"consensus_points": [{"point": "p", "supporting_agents": ["Zed"], "confidence": 0.5}]}
         )
-        == []
-    )
+    with pytest.raises(ValueError, match="agent"):
+        step.schema.model_validate(
+            synthesis(tensions=[{"topic": "T", "viewpoints": [{"agent": "ada", "viewpoint": "x"}]}])
+        )
+
+
+def test_a_reply_that_challenges_itself_or_neither_challenges_nor_defends_is_kept_and_flagged() -> None:
+    current = view({**r1(), KEY_SYNTHESIS: synthesis()})
+    key = key_reply("agent-ada")
+    answer = {
+        "critique": "x",
+        "challenges": [
+            {"target_agent": "Ada", "challenge_point": "me", "evidence": []},
+            {"target_agent": "Consensus", "challenge_point": "all", "evidence": []},
+        ],
+        "defense": "",
+        "revised_position": "",
+    }
+    payload, flags = _accepted(key, current, answer)
+    assert [c["target_agent"] for c in payload["challenges"]] == ["Ada", "Consensus"]
+    assert [(f.kind, f.where) for f in flags] == [("self_challenge", "challenges.0.target_agent")]
+    silent = {**answer, "challenges": []}
+    payload, flags = _accepted(key, current, silent)
+    assert payload["challenges"] == [] and payload["defense"] == ""
+    assert [(f.kind, f.where) for f in flags] == [("missing_defense", "defense")]
+    assert _accepted(key, current, {**silent, "defense": "My position holds."})[1] == []
+
+
+def test_a_low_confidence_verdict_without_dissent_is_kept_and_flagged() -> None:
+    turns = {
+        **r1(),
+        KEY_SYNTHESIS: synthesis(),
+        **{key_reply(h): reply() for h in HANDLES},
+        KEY_CROSS_EXAM: {"challenges": [], "rebuttals": [], "unresolved": []},
+    }
+    current = view(turns)
+    verdict = {
+        "analysis": "",
+        "recommendation": "Charge in stages.",
+        "confidence": 0.65,
+        "evidence": ["Traffic fell 20 %."],
+        "dissent": [],
+        "per_agent_contributions": [],
+    }
+    payload, flags = _accepted(KEY_VERDICT, current, verdict)
+    assert payload["recommendation"] == "Charge in stages." and payload["confidence"] == 0.65
+    assert [(f.kind, f.where) for f in flags] == [("missing_dissent", "dissent")]
+    assert flags[0].detail.startswith("A confidence of 0.65 (below 0.70) means major dissent")
+    with_dissent = {**verdict, "dissent": [{"agent": "Cy", "concern": "Regressive.", "severity": "high"}]}
+    assert _accepted(KEY_VERDICT, current, with_dissent)[1] == []
 
 
 def test_the_config_takes_two_to_five_distinctly_named_agents() -> None:
@@ -567,6 +584,7 @@ def test_a_mixed_consultation_runs_all_four_rounds_with_dissent_and_a_dropped_te
     assert any(c["target_agent"] == "Consensus" for c in outcome["cross_exam"]["challenges"])
     assert outcome["cross_exam"]["unresolved"]
     assert "pick_options" not in outcome  # converge mode: one recommendation, no menu
+    assert [t.key for t in run.turns.all() if t.flags] == []  # agents that obey the prompt are never flagged
     artifacts = [e.payload for e in run.events.filter(kind="round_artifact").order_by("seq")]
     assert [(a["round_number"], a["artifact_type"]) for a in artifacts] == [
         (1, "independent"),
@@ -685,12 +703,6 @@ def test_a_failing_agent_is_left_out_and_the_consultation_goes_on() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_run_debate_runs_a_consultation_headless_with_its_nominal_estimate_approved() -> None:
-    import io
-
-    from django.core.management import call_command
-
-    from debates.models import Run
-
     out, err = io.StringIO(), io.StringIO()
     call_command(
         "run_debate",

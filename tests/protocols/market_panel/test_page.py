@@ -161,6 +161,9 @@ def test_the_page_shows_the_trace_table_chart_flags_and_weights(moderator_client
     weights = unescape(html[html.index('id="market-weights"') :])
     assert "Logic 30 %" in weights and "Persuasiveness 20 %" in weights
     assert 'class="badge citation-mismatch"' in table
+    # The misquoted data point is marked where the opening cites it, beside the turn's list of flags.
+    assert html.count('class="flag-mark" data-flag-kind="number_mismatch"') == 1
+    assert 'data-flag-kind="number_mismatch" data-flag-where="arguments.0.evidence.0"' in html
     assert f"The judge finds the {run.judge_pick} case stronger" in html
 
 

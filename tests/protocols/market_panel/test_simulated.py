@@ -53,6 +53,12 @@ def test_a_simulated_panel_plays_every_branch_of_the_seed() -> None:
     assert str(mismatch["kb_value"]) in row["challenges"][0]["reasoning"]
     assert row["closing"]["state"] == "abandoned" and row["score"]["status"] == "REFUTED"
     assert any("correction" in c for c in outcome["closings"]["fund_bull"]["concessions"])
+    # The misquote is the only item code flags in the whole run, on the data point that quotes it.
+    flagged = {t.key: t.flags for t in run.turns.all() if t.flags}
+    assert list(flagged) == ["r1/opening/fund_bull"]
+    (flag,) = flagged["r1/opening/fund_bull"]
+    assert (flag["kind"], flag["where"]) == ("number_mismatch", "arguments.0.evidence.0")
+    assert f"the knowledge base has {mismatch['kb_value']}" in flag["detail"]
     # A mix of verdicts, and every judge figure agrees with the recomputed one.
     assert all(outcome["verdicts"][v] > 0 for v in ("UPHELD", "WEAKENED", "REFUTED"))
     assert outcome["score_mismatches"] == [] and outcome["flags"] == []
