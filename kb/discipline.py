@@ -30,6 +30,7 @@ from kb.models import (
     KnowledgeBase,
     MutationKind,
     MutationStatus,
+    OriginalFile,
     ProposedMutation,
     Revision,
     Snapshot,
@@ -63,6 +64,7 @@ class DisciplineViolation(Exception):
 @receiver(pre_delete, sender=Contradiction)
 @receiver(pre_delete, sender=Revision)
 @receiver(pre_delete, sender=Snapshot)
+@receiver(pre_delete, sender=OriginalFile)
 @receiver(pre_delete, sender=KnowledgeBase)
 def _refuse_delete(sender: type, instance: Any, **kwargs: Any) -> None:
     raise DisciplineViolation(f"Nothing in a knowledge base is ever deleted ({sender.__name__} {instance}).")
@@ -85,6 +87,17 @@ def _refuse_snapshot_write(sender: type, instance: Snapshot, **kwargs: Any) -> N
         stored = Snapshot.objects.filter(pk=instance.pk).values("files", "arguments").get()
         if stored["files"] != instance.files or stored["arguments"] != instance.arguments:
             raise DisciplineViolation("A snapshot is never written after it is taken.")
+
+
+@receiver(pre_save, sender=OriginalFile)
+def _refuse_original_write(sender: type, instance: OriginalFile, **kwargs: Any) -> None:
+    if instance.pk is None or kwargs.get("raw"):
+        return
+    stored = OriginalFile.objects.filter(pk=instance.pk).values_list("path", "text").first()
+    if stored is not None and stored != (instance.path, instance.text):
+        raise DisciplineViolation(
+            f"The imported text of {stored[0]} is never rewritten: an export edits the changes into it."
+        )
 
 
 # --- snapshot ------------------------------------------------------------------------------------------------------

@@ -225,6 +225,23 @@ class CentralQuestion(models.Model):
         return self.text
 
 
+class OriginalFile(models.Model):
+    """A file of the folder a KB was imported from, as it was read (its line endings too). Never written again: an
+    export writes it back as it is, or with only what a debate changed edited into it (kb/formats/seed002_edit.py).
+    A KB made otherwise (a data KB, a KB built in code) has none, and its files are generated."""
+
+    kb = models.ForeignKey(KnowledgeBase, related_name="original_files", on_delete=models.CASCADE)
+    path = models.CharField(max_length=500, help_text="kb/... as in the folder imported.")
+    text = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [models.UniqueConstraint(fields=["kb", "path"], name="original_file_unique_path")]
+
+    def __str__(self) -> str:
+        return self.path
+
+
 class Snapshot(models.Model):
     """The KB as it was when a debate started: the exported files, never written again."""
 

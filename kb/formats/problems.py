@@ -23,6 +23,14 @@ class ImportRefused(Exception):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+class NotAKnowledgeBase(ImportRefused):
+    """The input is not a KB at all (a folder without any KB file): one problem, which says what a KB holds."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__([Problem(path, 1, message)])
+        self.path, self.message = path, message
+
+
 def text_defect(value: str) -> str | None:
     """Why a string read from a KB cannot be stored as text (PostgreSQL refuses NUL characters and unpaired UTF-16
     surrogates, in text columns and in JSON alike), or None."""

@@ -1,5 +1,7 @@
 """The seed-002 `kb/` directory (adversarial-research plugin): parse into plain data, with every problem named by
-file and line, and write it back. Index files are derived: ignored on import, rebuilt on export."""
+file and line, and write it. Index files are derived: ignored on import. The text of every file is kept as read
+(ParsedKB.files), so that an export changes only what a debate changed (kb/formats/seed002_edit.py); the writers
+here make the files a KB did not have (new nodes, a KB not imported from files)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,11 @@ ARG_FILE = re.compile(r"^(arg-\d{3,})-(.+)\.md$")
 POSITION = re.compile(r"^(pro-[a-z0-9-]+|con-[a-z0-9-]+|neutral|factual|meta)$")
 CONTRADICTION_STATUS = re.compile(r"^(open|resolved-by-arg-\d{3,}|unresolvable-given-current-corpus)$")
 BOLD_FIELD = re.compile(r"^- \*\*(?P<label>[^*]+?):?\*\*:?[ \t]?(?P<value>.*)$")
-INDEX_FILES = {"arguments/index.md", "sources/index.md", "entities/index.md"}
+SINGLE_FILES = {"edges.md", "contradictions.md", "quality-summary.md", "log.md", "revisions.md"}
+# What a KB folder holds at least one of (kb_folder_missing); a folder with none of them is not a KB.
+KB_MARKERS = ["quality-summary.md", "arguments/", "sources/", "edges.md", "contradictions.md"]
+# Directories whose files are never kept (version control), should a kb/ folder be a repository itself.
+NOT_KEPT_DIRS = {".git", ".hg", ".svn"}
 STABLE_LINE = re.compile(r"stable", re.IGNORECASE)
 UNSTABLE = re.compile(
     r"\b(unstable|not (yet )?(reached )?(a )?stable|still churning|not stable)\b", re.IGNORECASE
@@ -95,6 +101,8 @@ _Loader.yaml_implicit_resolvers = {
     for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()
 }
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+# The loader of frontmatter, for code that edits it (kb/formats/seed002_edit.py).
+FrontmatterLoader = _Loader
 
 
 @dataclass
@@ -161,6 +169,8 @@ class ParsedKB:
     central_questions: list[tuple[str, list[str]]] = field(default_factory=list)
     log: str = ""
     problems: list[Problem] = field(default_factory=list)
+    # Every file kept, {`kb/...` path: text as read (line endings kept)}: what an export writes back unchanged.
+    files: dict[str, str] = field(default_factory=dict)
     # Ids of argument files that had problems: edges to them are not reported again as "missing".
     flawed_ids: set[str] = field(default_factory=set)
 
@@ -500,16 +510,53 @@ def stable_statement_find(summary: str) -> str:
     return ""
 
 
+def kb_folder_missing(path: Path) -> str | None:
+    """Why `path` is not a seed-002 KB folder (neither it nor its kb/ holds any KB file), or None."""
+    root = kb_root(path)
+    if any((root / name).exists() for name in KB_MARKERS):
+        return None
+    return (
+        f"not a seed-002 KB folder: looked in {path / 'kb'}/ and in {path}/ for {', '.join(KB_MARKERS)} and "
+        "found none; give the kb/ folder (quality-summary.md, arguments/arg-NNN-<slug>.md, "
+        "sources/<subdir>/<slug>.md, edges.md) or the run directory that holds it"
+    )
+
+
+def _kind(rel: str) -> str | None:
+    """Which part of the KB the file `kb/...` is, as the importer reads it ('argument', 'source', 'entity', or the
+    name of a single file), or None for a file kept as it is (index files, machine files, anything else)."""
+    parts = rel.split("/")[1:]
+    if len(parts) == 1:
+        return parts[0] if parts[0] in SINGLE_FILES else None
+    if not parts[-1].endswith(".md") or parts[-1] == "index.md":
+        return None
+    if parts[0] == "arguments" and len(parts) == 2:
+        return "argument"
+    if parts[0] == "entities" and len(parts) == 2:
+        return "entity"
+    return "source" if parts[0] == "sources" else None
+
+
 def parse_directory(path: Path) -> ParsedKB:
+    """Parse a kb/ directory (or the run directory holding it). `ParsedKB.files` keeps the text of every file as it
+    was read (line endings too), for an export that writes back what the debate did not change: the files the KB is
+    made of, and any other UTF-8 text file within limits.MAX_FILE_BYTES (index files, machine files, notes)."""
     root = kb_root(path)
     parsed = ParsedKB()
     problems = parsed.problems
     if not root.is_dir():
         problems.append(Problem(str(path), 1, "not a directory holding a seed-002 kb/"))
         return parsed
+    if sum(1 for _ in islice(root.rglob("*"), limits.MAX_FILES + 1)) > limits.MAX_FILES:
+        problems.append(
+            Problem(str(path), 1, f"the KB holds more than {limits.MAX_FILES} files and directories")
+        )
+        return parsed
+    if missing := kb_folder_missing(path):
+        problems.append(Problem(str(path), 1, missing))
+        return parsed
 
-    def read(file: Path) -> str | None:
-        rel = "kb/" + file.relative_to(root).as_posix()
+    def read(file: Path, rel: str) -> str | None:
         size = file.stat().st_size
         if size > limits.MAX_FILE_BYTES:
             problems.append(
@@ -527,46 +574,77 @@ def parse_directory(path: Path) -> ParsedKB:
             line = text.count("\n", 0, text.index("\x00")) + 1
             problems.append(Problem(rel, line, "holds a NUL character: not a text file"))
             return None
-        return text.replace("\r\n", "\n")
+        return text
 
-    def rel_of(file: Path) -> str:
-        return "kb/" + file.relative_to(root).as_posix()
+    def kept(file: Path) -> str | None:
+        """Another file's text, or None when it is not UTF-8 text within the size limit, is a symbolic link or has
+        a backslash in its name (then it is not kept, and not exported)."""
+        try:
+            if file.is_symlink() or "\\" in file.name or file.stat().st_size > limits.MAX_FILE_BYTES:
+                return None
+            text = file.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        return None if "\x00" in text else text
 
-    if sum(1 for _ in islice(root.rglob("*"), limits.MAX_FILES + 1)) > limits.MAX_FILES:
-        problems.append(
-            Problem(str(path), 1, f"the KB holds more than {limits.MAX_FILES} files and directories")
-        )
-        return parsed
-
-    for file in sorted((root / "arguments").glob("*.md")):
-        if file.relative_to(root).as_posix() in INDEX_FILES:
+    texts: dict[str, str] = {}
+    for file in sorted(root.rglob("*"), key=lambda f: f.relative_to(root).parts):
+        relative = file.relative_to(root)
+        if not file.is_file() or set(relative.parts) & NOT_KEPT_DIRS:
             continue
-        text = read(file)
-        if text is not None and (
-            argument := _parse_argument(rel_of(file), text, problems, parsed.flawed_ids)
+        rel = "kb/" + relative.as_posix()
+        text = read(file, rel) if _kind(rel) else kept(file)
+        if text is not None:
+            parsed.files[rel] = text
+            texts[rel] = text.replace("\r\n", "\n")
+    _parse_texts(parsed, texts, unreadable={p.path for p in problems})
+    return parsed
+
+
+def parse_texts(texts: dict[str, str]) -> ParsedKB:
+    """Parse a KB given as {`kb/...` path: text}, as parse_directory parses the files of a directory."""
+    parsed = ParsedKB(files=dict(texts))
+    _parse_texts(parsed, {rel: text.replace("\r\n", "\n") for rel, text in texts.items()}, unreadable=set())
+    return parsed
+
+
+def parse_file(rel: str, text: str) -> tuple[Any, list[Problem]]:
+    """One argument, source or entity file (by its `kb/...` path) parsed alone: (the parsed node or None, problems)."""
+    problems: list[Problem] = []
+    text = text.replace("\r\n", "\n")
+    kind = _kind(rel)
+    if kind == "argument":
+        return _parse_argument(rel, text, problems, set()), problems
+    if kind == "source":
+        return _parse_source(rel, text, problems), problems
+    if kind == "entity":
+        return _parse_entity(rel, text, problems), problems
+    return None, [Problem(rel, 1, "not an argument, source or entity file")]
+
+
+def _parse_texts(parsed: ParsedKB, texts: dict[str, str], unreadable: set[str]) -> None:
+    problems = parsed.problems
+    ordered = sorted(texts, key=lambda rel: rel.split("/"))
+    for rel in ordered:
+        if _kind(rel) == "argument" and (
+            argument := _parse_argument(rel, texts[rel], problems, parsed.flawed_ids)
         ):
             parsed.arguments.append(argument)
-    for file in sorted((root / "sources").rglob("*.md")):
-        if file.relative_to(root).as_posix() in INDEX_FILES or file.name == "index.md":
-            continue
-        text = read(file)
-        if text is not None and (source := _parse_source(rel_of(file), text, problems)):
+    for rel in ordered:
+        if _kind(rel) == "source" and (source := _parse_source(rel, texts[rel], problems)):
             parsed.sources.append(source)
-    for file in sorted((root / "entities").glob("*.md")):
-        if file.name == "index.md":
-            continue
-        text = read(file)
-        if text is not None and (entity := _parse_entity(rel_of(file), text, problems)):
+    for rel in ordered:
+        if _kind(rel) == "entity" and (entity := _parse_entity(rel, texts[rel], problems)):
             parsed.entities.append(entity)
-
-    edges_file = root / "edges.md"
-    if edges_file.exists() and (text := read(edges_file)) is not None:
+    if (text := texts.get("kb/edges.md")) is not None:
         parsed.edges = _parse_edges("kb/edges.md", text, problems)
-    contradictions_file = root / "contradictions.md"
-    if contradictions_file.exists() and (text := read(contradictions_file)) is not None:
+    if (text := texts.get("kb/contradictions.md")) is not None:
         parsed.contradictions = _parse_contradictions("kb/contradictions.md", text, problems)
-    summary_file = root / "quality-summary.md"
-    if not summary_file.exists():
+    if (text := texts.get("kb/quality-summary.md")) is not None:
+        parsed.quality_summary = text.strip("\n")
+        parsed.stable_statement = stable_statement_find(text)
+        parsed.central_questions = central_questions_parse(text)
+    elif "kb/quality-summary.md" not in unreadable:
         problems.append(
             Problem(
                 "kb/quality-summary.md",
@@ -574,17 +652,11 @@ def parse_directory(path: Path) -> ParsedKB:
                 "missing quality summary: the debate needs its central questions and the stable-state statement",
             )
         )
-    elif (text := read(summary_file)) is not None:
-        parsed.quality_summary = text.strip("\n")
-        parsed.stable_statement = stable_statement_find(text)
-        parsed.central_questions = central_questions_parse(text)
-    if (root / "log.md").exists() and (text := read(root / "log.md")) is not None:
+    if (text := texts.get("kb/log.md")) is not None:
         parsed.log = text.strip("\n")
-    if (root / "revisions.md").exists() and (text := read(root / "revisions.md")) is not None:
+    if (text := texts.get("kb/revisions.md")) is not None:
         parsed.revisions = _parse_revisions(text)
-
     _check_references(parsed)
-    return parsed
 
 
 def _check_references(parsed: ParsedKB) -> None:
@@ -616,6 +688,18 @@ def _check_references(parsed: ParsedKB) -> None:
                         "kb/contradictions.md", item.line, f"{item.c_id} involves missing argument {arg_id}"
                     )
                 )
+    # The database holds one contradiction per C-NNN and one revision per R-NNN: a second one is bad input.
+    entries: list[tuple[str, str, int]] = [
+        ("kb/contradictions.md", c.c_id, c.line) for c in parsed.contradictions
+    ]
+    entries += [("kb/revisions.md", r.r_id, r.line) for r in parsed.revisions]
+    first: dict[tuple[str, str], int] = {}
+    for rel, entry_id, line in entries:
+        if (rel, entry_id) in first:
+            problems.append(
+                Problem(rel, line, f"duplicate id {entry_id} (also at line {first[rel, entry_id]})")
+            )
+        first.setdefault((rel, entry_id), line)
 
 
 # --- writing -------------------------------------------------------------------------------------------------

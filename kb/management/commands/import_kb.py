@@ -1,6 +1,7 @@
 """`manage.py import_kb PATH [--slug S]`: a seed-002 kb/ directory (or a zip of one) or a seed-004 JSON data KB.
 Prints the slug; on bad input (including anything over the bounds in kb/limits.py, or a slug that is not a slug)
-prints every problem as file:line: message and exits 1, importing nothing."""
+prints every problem as file:line: message and exits 1, importing nothing. A folder that holds no KB file at all is
+refused in one line that says what a KB folder holds and where it was looked for."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from kb.formats.problems import ImportRefused
+from kb.formats.problems import ImportRefused, NotAKnowledgeBase
 from kb.services import kb_import_path
 
 
@@ -26,6 +27,8 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: no such file or directory")
         try:
             kb = kb_import_path(path, slug=slug, title=title)
+        except NotAKnowledgeBase as refused:
+            raise CommandError(f"{refused.path}: {refused.message}; nothing was imported.") from None
         except ImportRefused as refused:
             for problem in refused.problems:
                 self.stderr.write(str(problem))
