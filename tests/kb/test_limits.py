@@ -255,17 +255,20 @@ class RecordingTemporaryDirectory(TemporaryDirectory):  # type: ignore[type-arg]
         super().cleanup()
 
 
+# Not a speed target: a bound that only an expanded bomb could exceed (30**9 strings, an 8 GiB read take minutes
+# to hours), loose enough for a loaded CI machine.
+UNEXPANDED_SECONDS = 10
+
+
 class ZipBombTests:
-    def test_a_zip_bomb_is_refused_within_a_second_without_writing_its_expansion(
-        self, db, zip_bomb, monkeypatch
-    ):
+    def test_a_zip_bomb_is_refused_fast_without_writing_its_expansion(self, db, zip_bomb, monkeypatch):
         monkeypatch.setattr("kb.services.TemporaryDirectory", RecordingTemporaryDirectory)
         RecordingTemporaryDirectory.held = []
         started = time.perf_counter()
         with pytest.raises(ImportRefused, match="kb/sources/bomb.md:1: expands to more than"):
             kb_import_zip(zip_bomb, name="bomb.zip")
         elapsed = time.perf_counter() - started
-        assert elapsed < 1.0, elapsed
+        assert elapsed < UNEXPANDED_SECONDS, elapsed
         (held,) = RecordingTemporaryDirectory.held
         kb_bytes = sum(len(text.encode()) for text in kb_files().values())
         assert held == kb_bytes  # the KB's own files, and nothing of the bomb
@@ -290,7 +293,7 @@ class PathSizeTests:
         started = time.perf_counter()
         with pytest.raises(CommandError):
             call_command("import_kb", str(path), stderr=err)
-        assert time.perf_counter() - started < 1
+        assert time.perf_counter() - started < UNEXPANDED_SECONDS
         limit = getattr(limits, cap)
         assert f"huge{suffix}:1: the file is {8 * GIB} bytes; the limit is {limit} bytes" in err.getvalue()
         with pytest.raises(ImportRefused, match="the limit is"):
@@ -336,7 +339,7 @@ class FrontmatterTests:
         assert len(bomb) > 1500
         started = time.perf_counter()
         problems = refused("laughs.zip", zip_bytes(kb_files(extra=bomb)))
-        assert time.perf_counter() - started < 1
+        assert time.perf_counter() - started < UNEXPANDED_SECONDS
         assert (
             f"{ARG_FILE}:{FIRST_EXTRA_LINE}: YAML anchors and aliases are not allowed (found &l0)" in problems
         )
