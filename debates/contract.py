@@ -423,6 +423,12 @@ class Protocol[ConfigT: BaseModel](ABC):
         absent: empty)."""
         return {}
 
+    def transcript_sections(self, run: Run) -> list[str]:
+        """The Markdown transcript's part in this protocol's own layout (its seed's output: a Q / A / assessment
+        per question, a trace table, ...), as lines placed after the outcome, each section under a `## ` heading
+        of its own. Untrusted text goes through `debates.platform.markdown.inline`. Default: none."""
+        return []
+
     def seat_signals(
         self,
         outcome: Mapping[str, Any],

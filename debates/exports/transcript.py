@@ -6,6 +6,8 @@ metadata and seats, then the turns in the page's order grouped under each stage 
 with its key, status, backend and model, its output rendered from the stored payload (field by field; the raw
 text when there is no payload), and its citations with their verification status. A human seat's turn names the
 user who submitted it (`### mod as Examiner (examiner, human) — questions`); a turn copied into a fork says so.
+A finished run ends with its outcome and the protocol's own sections (`Protocol.transcript_sections`: the seed's
+output layout, e.g. the argument trace table).
 
 Model and user text is rendered inert: every value is one line after a label, so it cannot open a heading of its
 own, and raw text goes in a code fence longer than any backtick run it holds. Nothing in the file depends on when
@@ -199,4 +201,7 @@ def run_transcript_md(run: Run) -> str:
     if stage is None:
         lines += ["_No turns yet._", ""]
     lines += _outcome_lines(run)
+    if run.is_terminal:
+        sections = registry.get(run.protocol).transcript_sections(run)
+        lines += [*sections, ""] if sections else []
     return "\n".join(lines).rstrip("\n") + "\n"
