@@ -51,8 +51,9 @@ def _ids(data: Mapping[str, Any], name: str) -> list[str]:
 
 
 def moderator_payload(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The moderator's console as a ModeratorTurn payload (validated by the caller). A fix posted with it (FIX_FIELD)
-    adds the downgrade a closure needs; it takes the place of a downgrade of the same argument in the form."""
+    """The moderator's console as an answer to the moderator's step (schema.moderator_schema; validated by the
+    caller). A fix posted with it (FIX_FIELD) adds the downgrade a closure needs; it takes the place of a
+    downgrade of the same argument in the form."""
     text = lambda name: _text(data, name)  # noqa: E731
     payload: dict[str, Any] = {"text": text("text") or "(no summary)"}
     if text("press_entry"):
@@ -88,14 +89,11 @@ def moderator_payload(data: Mapping[str, Any]) -> dict[str, Any]:
                 "turns": _numbers(data, "ruling_turns"),
             }
         ]
-    if text("objection_entry"):
-        payload["objection_decisions"] = [
-            {
-                "entry": text("objection_entry"),
-                "decision": text("objection_decision"),
-                "text": text("objection_text") or text("objection_decision"),
-            }
-        ]
+    if text("objection_entry"):  # the pending objection's entry is code's to record: the decision is asked
+        payload["objection_decision"] = {
+            "decision": text("objection_decision"),
+            "text": text("objection_text") or text("objection_decision"),
+        }
     mutations: list[dict[str, Any]] = []
     if text("mutation_arg"):
         mutations.append(
@@ -189,14 +187,14 @@ SECTIONS = {
 }
 # The payload lists each section's errors are about, and how the plain error names an item of each.
 SECTION_ERRORS = {
-    "objection": ("objection_decisions",),
+    "objection": ("objection_decision",),
     "callouts": ("callouts",),
     "deflection": ("deflections",),
     "close": ("rulings",),
     "press": ("presses",),
     "kb": ("mutations",),
 }
-_ITEM_PREFIX = re.compile(r"^(?:Press|Callout|Deflection|Ruling|Objection decision|Mutation) 1: ")
+_ITEM_PREFIX = re.compile(r"^(?:Press|Callout|Deflection|Ruling|Mutation) 1: ")
 
 
 def _plain(errors: Sequence[str]) -> list[str]:

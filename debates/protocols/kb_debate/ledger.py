@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from debates.contract import KbView, RunView
+from debates.protocols.kb_debate.schema import POSITIONED_LABELS, VERDICT_LABELS, verdict_parts, verdict_value
 
 LIVE = ("open", "partially-rebutted")
 RANK = {"robust": 5, "strong": 4, "contested": 3, "weak": 2, "refuted": 1, "baseless": 1}
@@ -465,6 +466,28 @@ def verdict_errors(view: RunView, ledger: Ledger, verdict: Mapping[str, Any]) ->
                 "other side only orbited"
             )
     return errors
+
+
+def verdicts_possible(positions: list[str]) -> list[str]:
+    """Every verdict a synthesis could give, as picked from its enum ("better-grounded:pro-x", ...)."""
+    return [
+        verdict_value(label, position)
+        for label in VERDICT_LABELS
+        for position in (positions if label in POSITIONED_LABELS else [""])
+    ]
+
+
+def verdicts_allowed(view: RunView, ledger: Ledger) -> list[str]:
+    """The verdicts the ledger and the engagement findings allow (verdict_errors finds nothing wrong with)."""
+    config = view.config
+    assert isinstance(config, KbDebateConfig)
+    allowed = []
+    for value in verdicts_possible(config.positions):
+        label, position = verdict_parts(value)
+        draft = {"label": label, "position": position}
+        if not verdict_errors(view, ledger, draft):
+            allowed.append(value)
+    return allowed
 
 
 def mutation_payload(mutation: Mapping[str, Any]) -> dict[str, Any]:

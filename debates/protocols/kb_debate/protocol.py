@@ -1,7 +1,9 @@
 """KB-grounded adversarial debate (seed 002): openings, a claims ledger, interleaved turns chosen by the
 orchestrator (open threads first, contested / weak arguments first), a moderator who presses, calls out, rules
 closures and hears one objection, downgrade-only KB mutations through the approval inbox, and a synthesis whose
-verdict code checks against the ledger and the engagement edges. Every rule of the protocol lives here."""
+verdict is picked among those the ledger and the engagement edges allow. The plan lives here; what each step asks
+is built from the run's state in schema.py, and what an answer becomes when committed (filled in, flagged) in
+answers.py."""
 
 from __future__ import annotations
 
@@ -12,11 +14,11 @@ from pydantic import BaseModel
 
 from debates import demo as demo_values
 from debates.contract import (
+    Accepted,
     DemoStart,
     Done,
     Effects,
     ExportFormat,
-    KbView,
     Panel,
     Plan,
     Protocol,
@@ -29,8 +31,8 @@ from debates.contract import (
     TurnView,
 )
 from debates.engine.registry import register
-from debates.protocols.kb_debate import exports, schema, signals
-from debates.protocols.kb_debate.console import closure_fixes, moderator_payload
+from debates.protocols.kb_debate import answers, exports, schema, signals
+from debates.protocols.kb_debate.console import moderator_payload
 from debates.protocols.kb_debate.ledger import (
     DEBATE_TASKS,
     FAILURES_IN_A_ROW,
@@ -46,7 +48,8 @@ from debates.protocols.kb_debate.ledger import (
     non_engagement,
     position_of,
     turn_key,
-    verdict_errors,
+    verdicts_allowed,
+    verdicts_possible,
 )
 from debates.protocols.kb_debate.page import kb_debate_context
 from kb.models import KnowledgeBase
@@ -256,7 +259,7 @@ class KbDebate(Protocol[KbDebateConfig]):
             seat=seat,
             stage="openings",
             task="opening",
-            schema=schema.Opening,
+            schema=schema.opening_schema(*_references(view)),
             context={
                 "position": position,
                 "name": position,
@@ -342,7 +345,11 @@ class KbDebate(Protocol[KbDebateConfig]):
             seat=seat,
             stage="debate",
             task="turn",
-            schema=schema.DebaterTurn,
+            schema=schema.turn_schema(
+                *_references(view),
+                ("defend", "concede") if answerer == entry.position else ("rebut", "partial-rebut"),
+                tuple(objectable),
+            ),
             context={
                 "position": answerer,
                 "name": answerer,
@@ -368,7 +375,15 @@ class KbDebate(Protocol[KbDebateConfig]):
             seat="moderator",
             stage="debate",
             task="moderator",
-            schema=schema.ModeratorTurn,
+            schema=schema.moderator_schema(
+                *_references(view),
+                tuple(self.view_config(view).positions),
+                tuple(ledger.entries),
+                # The arguments a ruling may rest on: those the ledger's claims cite (which one, code checks).
+                tuple(dict.fromkeys(a for e in ledger.entries.values() for a in e.args if a in kb.arguments)),
+                tuple(range(1, number)),
+                pending is not None,
+            ),
             context={
                 "name": "Moderator",
                 "turn": number,
@@ -389,7 +404,10 @@ class KbDebate(Protocol[KbDebateConfig]):
             seat="orchestrator",
             stage="synthesis",
             task="synthesis",
-            schema=schema.Synthesis,
+            # The verdicts the ledger allows; should it allow none, every verdict, and accept flags the pick.
+            schema=schema.synthesis_schema(
+                tuple(verdicts_allowed(view, ledger) or verdicts_possible(self.view_config(view).positions))
+            ),
             context={"name": "Orchestrator", "turn": number, **self._findings(view, ledger)},
         )
 
@@ -429,7 +447,7 @@ class KbDebate(Protocol[KbDebateConfig]):
                             seat="moderator",
                             stage="review",
                             task="verdict-review",
-                            schema=schema.VerdictReview,
+                            schema=schema.REVIEW_SCHEMA,
                             context={
                                 "name": "Moderator",
                                 "verdict": dict((synthesis.payload or {})["verdict"]),
@@ -455,146 +473,40 @@ class KbDebate(Protocol[KbDebateConfig]):
             outcome.update(self._findings(view, ledger))
         return outcome
 
-    # --- validation --------------------------------------------------------------------------------------------
+    # --- validation and acceptance -----------------------------------------------------------------------------
 
     def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
+        """Only a human moderator's turn is refused (the console shows why and offers the downgrade a closure
+        needs): what the schema cannot rule out of an agent's answer, `accept` leaves out and flags."""
+        seat = view.seats.get(step.seat)
+        if step.task != "moderator" or seat is None or not seat.human:
+            return []
         kb = view.kb
-        config = self.view_config(view)
         assert kb is not None
-        before = RunView(**{**view.__dict__, "turns": {k: t for k, t in view.turns.items() if k != step.key}})
+        dumped = payload.model_dump(mode="json")
+        problems = answers.moderator_problems(
+            dumped.get("rulings", []),
+            dumped.get("deflections", []),
+            dumped.get("mutations", []),
+            ledger_build(_before(view, step)),
+            kb,
+        )
+        return [p.error for p in problems]
+
+    def accept(self, step: Step, payload: BaseModel, view: RunView) -> Accepted:
+        kb = view.kb
+        assert kb is not None
+        if step.task == "opening":
+            return answers.opening_accept(payload, kb)
+        if step.task == "verdict-review":
+            return answers.review_accept(payload)
+        before = _before(view, step)
         ledger = ledger_build(before)
-        errors: list[str] = []
-        if isinstance(payload, (schema.Opening, schema.DebaterTurn)):
-            for index, claim in enumerate(payload.claims):
-                errors += _reference_errors(kb, f"claims[{index}]", claim.args, claim.sources)
-        if isinstance(payload, schema.DebaterTurn):
-            errors += self._debater_errors(step, payload, ledger, kb)
-        if isinstance(payload, schema.ModeratorTurn):
-            errors += self._moderator_errors(step, payload, ledger, kb, config)
-        if isinstance(payload, schema.Synthesis):
-            errors += verdict_errors(before, ledger, payload.verdict.model_dump())
-        if isinstance(payload, (schema.Opening, schema.DebaterTurn, schema.ModeratorTurn)):
-            for index, mutation in enumerate(payload.mutations):
-                if (
-                    mutation.kind in ("status-downgrade", "traceback-append")
-                    and mutation.arg_id not in kb.arguments
-                ):
-                    errors.append(f"mutations[{index}].arg_id: no argument {mutation.arg_id!r} in the KB")
-        return errors
-
-    def _debater_errors(
-        self, step: Step, payload: schema.DebaterTurn, ledger: Ledger, kb: KbView
-    ) -> list[str]:
-        errors = []
-        expected = step.context["entry"]["id"], step.context["answer_turn"]
-        if (payload.responds_to.entry, payload.responds_to.turn) != expected:
-            errors.append(f"responds_to: this turn answers {expected[0]} from turn {expected[1]}")
-        own = step.context["entry"]["position"] == step.context["position"]
-        if own and payload.move not in ("defend", "concede"):
-            errors.append("move: on your own claim, defend or concede")
-        if not own and payload.move not in ("rebut", "partial-rebut"):
-            errors.append("move: on the other side's claim, rebut or partial-rebut")
-        if payload.objection is not None:
-            entry = ledger.entries.get(payload.objection.entry)
-            if entry is None or not entry.closed or entry.position != step.context["position"]:
-                errors.append(f"objection.entry: {payload.objection.entry} is not a closed claim of yours")
-            elif entry.objection is None and entry.id not in step.context.get("may_object_to", [entry.id]):
-                errors.append(
-                    "objection: this is the debate's last turn, so no objection can be heard; the ruling stands"
-                )
-            elif entry.objection is not None:
-                errors.append(f"objection: {entry.id} was objected to once already; the ruling stands")
-            else:
-                known = set(entry.args) | set(entry.sources)
-                fresh = [
-                    x for x in [*payload.objection.new_args, *payload.objection.new_sources] if x not in known
-                ]
-                if not fresh:
-                    errors.append(
-                        "objection: an objection needs new evidence (an argument or source not cited before)"
-                    )
-                errors += _reference_errors(
-                    kb, "objection", payload.objection.new_args, payload.objection.new_sources
-                )
-        return errors
-
-    def _moderator_errors(
-        self, step: Step, payload: schema.ModeratorTurn, ledger: Ledger, kb: KbView, config: KbDebateConfig
-    ) -> list[str]:
-        errors = []
-        number = int(step.context["turn"])
-        needs = {
-            fix.index: fix
-            for fix in closure_fixes(
-                [r.model_dump() for r in payload.rulings],
-                [m.model_dump() for m in payload.mutations],
-                {a: arg.status for a, arg in kb.arguments.items()},
-            )
-        }
-        for index, press in enumerate(payload.presses):
-            if press.entry not in ledger.entries:
-                errors.append(f"presses[{index}].entry: no ledger entry {press.entry}")
-        for index, ruling in enumerate(payload.rulings):
-            entry = ledger.entries.get(ruling.entry)
-            where = f"rulings[{index}]"
-            if entry is None:
-                errors.append(f"{where}.entry: no ledger entry {ruling.entry}")
-                continue
-            if entry.closed:
-                errors.append(f"{where}: {entry.id} is closed already")
-            if ruling.arg_id not in entry.args:
-                errors.append(f"{where}.arg_id: {entry.id} does not cite {ruling.arg_id}")
-            fix = needs.get(index)
-            if fix is not None:
-                errors.append(
-                    f"{where}: closing needs {ruling.arg_id} rated refuted or baseless — it is "
-                    f"{fix.status or 'unknown'}; propose {fix.arg_id} → {fix.to} in this turn"
-                )
-            late = [t for t in ruling.turns if t >= number]
-            if late:
-                errors.append(f"{where}.turns: turn(s) {late} have not happened")
-        pending = ledger.pending_objection()
-        decided = {d.entry for d in payload.objection_decisions}
-        if pending is not None and pending.id not in decided:
-            errors.append(f"objection_decisions: rule on {pending.id}'s objection (reaffirm or reverse)")
-        for index, decision in enumerate(payload.objection_decisions):
-            if pending is None or decision.entry != pending.id:
-                errors.append(f"objection_decisions[{index}]: {decision.entry} has no pending objection")
-        for index, callout in enumerate(payload.callouts):
-            if callout.position not in config.positions:
-                errors.append(f"callouts[{index}].position: no position {callout.position!r}")
-            if callout.turn >= number:
-                errors.append(f"callouts[{index}].turn: turn {callout.turn} has not happened")
-        reraised = {f.position for f in ledger.unhandled_flags() if f.kind == "reraised-closed"}
-        called = {c.position for c in payload.callouts if c.type == "reraised-closed"}
-        for position in sorted(reraised - called):
-            errors.append(
-                f"callouts: {position} re-raised a closed claim; call it out (type reraised-closed)"
-            )
-        for index, deflection in enumerate(payload.deflections):
-            where = f"deflections[{index}]"
-            if deflection.position not in config.positions:
-                errors.append(f"{where}.position: no position {deflection.position!r}")
-                continue
-            if deflection.target_arg not in kb.arguments:
-                errors.append(f"{where}.target_arg: no argument {deflection.target_arg}")
-            engaging = [
-                src
-                for src, kind, target in kb.edges
-                if kind == "addresses" and target == deflection.target_arg and src in deflection.cited_args
-            ]
-            if engaging:
-                errors.append(
-                    f"{where}: {', '.join(engaging)} addresses {deflection.target_arg}; citing it engages the "
-                    "argument, it is no deflection"
-                )
-            cited = ledger.cited.get(deflection.position, {})
-            for turn in deflection.turns:
-                if not cited.get(turn, set()) & set(deflection.cited_args):
-                    errors.append(
-                        f"{where}: {deflection.position} did not cite {', '.join(deflection.cited_args)} in turn {turn}"
-                    )
-        return errors
+        if step.task == "turn":
+            return answers.turn_accept(step.context, payload, kb, ledger)
+        if step.task == "moderator":
+            return answers.moderator_accept(payload, kb, ledger)
+        return answers.synthesis_accept(payload, before, ledger)
 
     # --- effects and human seats -------------------------------------------------------------------------------
 
@@ -621,6 +533,14 @@ class KbDebate(Protocol[KbDebateConfig]):
         return moderator_payload(data)
 
 
-def _reference_errors(kb: KbView, where: str, args: list[str], sources: list[str]) -> list[str]:
-    errors = [f"{where}: no argument {a} in the KB" for a in args if a not in kb.arguments]
-    return errors + [f"{where}: no source {s} in the KB" for s in sources if s not in kb.sources]
+def _references(view: RunView) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The KB's argument ids and source paths, the enums every citing step shares (one schema per parallel
+    stage)."""
+    kb = view.kb
+    assert kb is not None
+    return tuple(sorted(kb.arguments)), tuple(sorted(kb.sources))
+
+
+def _before(view: RunView, step: Step) -> RunView:
+    """The run as the step was planned: without the step's own turn."""
+    return RunView(**{**view.__dict__, "turns": {k: t for k, t in view.turns.items() if k != step.key}})

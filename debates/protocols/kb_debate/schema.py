@@ -1,11 +1,26 @@
-"""Structured turn outputs of the KB-grounded adversarial debate (seed 002). What depends on the KB and the
-ledger (ids that exist, closures that need a downgrade, the verdict's consistency) is checked by the protocol."""
+"""Turn outputs of the KB-grounded adversarial debate (seed 002), in two shapes.
+
+The stored shape (`Opening`, `DebaterTurn`, `ModeratorTurn`, `Synthesis`, `VerdictReview`): what a committed turn's
+payload holds and what the ledger, the page, the exports and the signals read.
+
+The shape a seat is asked for (`opening_schema`, `turn_schema`, `moderator_schema`, `synthesis_schema`,
+`REVIEW_SCHEMA`): built per step from the run's state, so an answer that honours the schema can only refer to what
+exists. Argument ids and source paths are enums of the KB's, ledger entries and turns enums of those that exist, a
+turn's move an enum of the moves open to its seat, the verdict an enum of the verdicts the ledger allows; what
+code knows (the entry and turn a debater answers, the entry a pending objection is about) is not asked at all.
+Lengths and counts are stated for the models that honour them, not enforced: the protocol's `accept` maps the
+answer to the stored shape, trims and flags (debates.protocols.schemas)."""
 
 from __future__ import annotations
 
-from typing import Literal
+import typing
+from functools import lru_cache
+from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from debates.protocols.schemas import STRICT, choice
+from kb.models import CONTRADICTION_TYPES, EDGE_TYPES, STATUSES
 
 SCHEMA_VERSION = "1.0"
 
@@ -147,3 +162,297 @@ class Synthesis(_Strict):
 class VerdictReview(_Strict):
     decision: Literal["accept", "dissent"]
     text: str = Field(default="", max_length=3000)
+
+
+# --- what a seat is asked: step schemas built from the run's state ------------------------------------------------
+
+# A rating an argument can be downgraded to (nothing is downgraded to the top).
+LOWER_STATUSES = tuple(status for status in STATUSES if status != "robust")
+VERDICT_LABELS: tuple[str, ...] = typing.get_args(VerdictLabel)
+# The labels that name the position they favour ("better-grounded:pro-x"); the others stand alone.
+POSITIONED_LABELS = ("better-grounded", "engagement-asymmetry")
+CALLOUT_TYPES = typing.get_args(typing.get_type_hints(Callout)["type"])
+CLOSURE_KINDS = typing.get_args(typing.get_type_hints(Ruling)["closed_as"])
+
+
+def _model(name: str, **fields: Any) -> type[BaseModel]:
+    """A step schema's object: no property beyond its fields (additionalProperties false)."""
+    return create_model(name, __config__=STRICT, **fields)
+
+
+def _list_of(item: Any) -> Any:
+    """The type of a list of `item` (a type built at run time)."""
+    return list[item]  # type: ignore[valid-type]
+
+
+def verdict_value(label: str, position: str) -> str:
+    """A verdict as the synthesis picks it from its enum: "better-grounded:pro-x", "genuinely-contested"."""
+    return f"{label}:{position}" if label in POSITIONED_LABELS else label
+
+
+def verdict_parts(value: str) -> tuple[str, str]:
+    """(label, position) of a picked verdict; position "" for a balanced one."""
+    label, _, position = value.partition(":")
+    return label, position
+
+
+def _asked(
+    description: str = "", *, default: Any = ..., default_factory: Any = None, **constraints: Any
+) -> Any:
+    """A field as asked: its description, and the constraints the schema states for the models that honour them
+    but validation does not enforce (debates.protocols.schemas.stated); `accept` trims and flags instead."""
+    extra = constraints or None
+    if default_factory is not None:
+        return Field(
+            default_factory=default_factory, description=description or None, json_schema_extra=extra
+        )
+    return Field(default, description=description or None, json_schema_extra=extra)
+
+
+def _justification() -> Any:
+    return (str, _asked("Why, citing the debate turn(s) it rests on.", minLength=1, maxLength=1000))
+
+
+def _appended() -> Any:
+    return (str, _asked("What is appended or described.", minLength=1, maxLength=2000))
+
+
+@lru_cache(maxsize=64)
+def _mutation_type(args: tuple[str, ...], sources: tuple[str, ...]) -> Any:
+    """A proposed KB change, one object shape per kind, every reference an enum of what the KB holds. The
+    discipline still refuses what breaks its rules (a promotion, an edge of the wrong kind) and keeps it as a
+    finding."""
+    arg = choice(args)
+    models: list[type[BaseModel]] = [
+        _model(
+            "StatusDowngrade",
+            kind=(choice(("status-downgrade",)), ...),
+            arg_id=(arg, _asked("The argument whose rating goes down.")),
+            to=(choice(LOWER_STATUSES), _asked("Its new rating, lower than its rating now.")),
+            justification=_justification(),
+        ),
+        _model(
+            "NewEdge",
+            kind=(choice(("new-edge",)), ...),
+            src=(arg, _asked("From this argument.")),
+            edge_type=(choice(EDGE_TYPES), ...),
+            target=(
+                choice(args + sources),
+                _asked("To this argument, or to a source path for derived-from-source."),
+            ),
+            justification=_justification(),
+        ),
+        _model(
+            "TracebackAppend",
+            kind=(choice(("traceback-append",)), ...),
+            arg_id=(arg, _asked("The argument whose traceback gets the note.")),
+            text=_appended(),
+            justification=_justification(),
+        ),
+        _model(
+            "ContradictionAdded",
+            kind=(choice(("contradiction-added",)), ...),
+            title=(str, _asked("The contradiction's title.", minLength=1, maxLength=300)),
+            contradiction_type=(choice(CONTRADICTION_TYPES), ...),
+            arguments=(_list_of(arg), _asked("The arguments involved.", maxItems=6)),
+            text=_appended(),
+            justification=_justification(),
+        ),
+    ]
+    if sources:
+        models.append(
+            _model(
+                "CriticismAppend",
+                kind=(choice(("criticism-append",)), ...),
+                source=(choice(sources), _asked("The source criticised.")),
+                text=_appended(),
+                justification=_justification(),
+            )
+        )
+    return Union[tuple(models)]  # noqa: UP007 (a union of models built at run time)
+
+
+def _mutations(args: tuple[str, ...], sources: tuple[str, ...]) -> Any:
+    return (
+        _list_of(_mutation_type(args, sources)),
+        _asked("Proposed KB changes (downgrades only); usually none.", default_factory=list, maxItems=3),
+    )
+
+
+@lru_cache(maxsize=64)
+def _claim_model(args: tuple[str, ...], sources: tuple[str, ...]) -> type[BaseModel]:
+    fields: dict[str, Any] = {
+        "text": (str, _asked("The claim in one line.", minLength=1, maxLength=300)),
+        "args": (_list_of(choice(args)), _asked("The argument ids it cites.", maxItems=8)),
+    }
+    if sources:
+        fields["sources"] = (
+            _list_of(choice(sources)),
+            _asked("The source paths behind them.", maxItems=5),
+        )
+    fields["presented_as"] = (
+        Strength,
+        _asked("How strong you present it; never above the KB rating of what it cites."),
+    )
+    return _model("Claim", **fields)
+
+
+@lru_cache(maxsize=64)
+def opening_schema(args: tuple[str, ...], sources: tuple[str, ...]) -> type[BaseModel]:
+    """Every debater's opening (one schema for the whole parallel stage): the KB's argument ids and sources."""
+    return _model(
+        "KbOpening",
+        summary=(str, _asked("Your opening in a few lines.", minLength=1, maxLength=2000)),
+        claims=(
+            _list_of(_claim_model(args, sources)),
+            Field(min_length=1, description="Your claims.", json_schema_extra={"maxItems": 5}),
+        ),
+        mutations=_mutations(args, sources),
+    )
+
+
+@lru_cache(maxsize=256)
+def turn_schema(
+    args: tuple[str, ...], sources: tuple[str, ...], moves: tuple[str, ...], objectable: tuple[str, ...]
+) -> type[BaseModel]:
+    """A debater's turn: the moves open to it on the entry it answers (which code records), and an objection
+    only when one of its closed claims may still be objected to."""
+    fields: dict[str, Any] = {
+        "move": (choice(moves), _asked("Your move on the entry you answer.")),
+        "text": (str, _asked("Your answer.", minLength=1, maxLength=4000)),
+        "claims": (
+            _list_of(_claim_model(args, sources)),
+            _asked("New claims, each a new ledger entry; only for evidence not cited before.", maxItems=4),
+        ),
+    }
+    if objectable:
+        objection: dict[str, Any] = {
+            "entry": (choice(objectable), _asked("Your closed claim whose closure you object to.")),
+            "text": (str, _asked("Why the ruling should be reconsidered.", minLength=1, maxLength=2000)),
+            "new_args": (
+                _list_of(choice(args)),
+                _asked("Argument ids not cited for it before.", maxItems=5),
+            ),
+        }
+        if sources:
+            objection["new_sources"] = (
+                _list_of(choice(sources)),
+                _asked("Source paths not cited for it before.", maxItems=5),
+            )
+        fields["objection"] = (
+            _model("Objection", **objection) | None,
+            _asked("Only to object, once, to a closure: null otherwise.", default=None),
+        )
+    fields["mutations"] = _mutations(args, sources)
+    return _model("KbTurn", **fields)
+
+
+@lru_cache(maxsize=256)
+def moderator_schema(
+    args: tuple[str, ...],
+    sources: tuple[str, ...],
+    positions: tuple[str, ...],
+    entries: tuple[str, ...],
+    ruled_args: tuple[str, ...],
+    turns: tuple[int, ...],
+    pending: bool,
+) -> type[BaseModel]:
+    """A moderator's turn: ledger entries, positions, turns that happened and arguments are enums of those that
+    exist; a pending objection's decision is required (the entry it is about is code's to record)."""
+    fields: dict[str, Any] = {
+        "text": (str, _asked("Your turn in a few lines, rulings included.", minLength=1, maxLength=3000)),
+    }
+    if entries:
+        press = _model(
+            "Press",
+            entry=(choice(entries), _asked("The ledger entry pressed.")),
+            text=(str, _asked("What it must show.", minLength=1, maxLength=1000)),
+        )
+        fields["presses"] = (_list_of(press), _asked(default_factory=list, maxItems=4))
+    if turns:
+        callout = _model(
+            "Callout",
+            type=(
+                choice(CALLOUT_TYPES),
+                ...,
+            ),
+            position=(choice(positions), ...),
+            turn=(choice(turns), _asked("The turn of the breach.")),
+            text=(str, _asked(minLength=1, maxLength=1000)),
+        )
+        deflection = _model(
+            "Deflection",
+            position=(choice(positions), ...),
+            cited_args=(
+                _list_of(choice(args)),
+                Field(
+                    min_length=1,
+                    description="The orbiting arguments it cited.",
+                    json_schema_extra={"maxItems": 5},
+                ),
+            ),
+            turns=(
+                _list_of(choice(turns)),
+                Field(
+                    min_length=1,
+                    description="Turns in which it cited them.",
+                    json_schema_extra={"maxItems": 8},
+                ),
+            ),
+            target_arg=(choice(args), _asked("The central question's argument it did not engage.")),
+            text=(str, _asked(default="", maxLength=1000)),
+        )
+        fields["callouts"] = (_list_of(callout), _asked(default_factory=list, maxItems=6))
+        fields["deflections"] = (_list_of(deflection), _asked(default_factory=list, maxItems=3))
+    if entries and turns and ruled_args:
+        ruling = _model(
+            "Ruling",
+            entry=(choice(entries), _asked("The ledger entry closed.")),
+            arg_id=(choice(ruled_args), _asked("The argument it cites that the closure rests on.")),
+            closed_as=(choice(CLOSURE_KINDS), ...),
+            justification=(str, _asked("The traceback finding.", minLength=1, maxLength=1500)),
+            turns=(
+                _list_of(choice(turns)),
+                Field(
+                    min_length=1, description="Turns the ruling rests on.", json_schema_extra={"maxItems": 10}
+                ),
+            ),
+        )
+        fields["rulings"] = (_list_of(ruling), _asked(default_factory=list, maxItems=3))
+    if pending:
+        fields["objection_decision"] = (
+            _model(
+                "ObjectionDecision",
+                decision=(choice(("reaffirm", "reverse")), ...),
+                text=(str, _asked(minLength=1, maxLength=1000)),
+            ),
+            _asked("Your decision on the pending objection (context.pending_objection)."),
+        )
+    fields["mutations"] = _mutations(args, sources)
+    return _model("KbModeration", **fields)
+
+
+@lru_cache(maxsize=64)
+def synthesis_schema(verdicts: tuple[str, ...]) -> type[BaseModel]:
+    """The synthesis: its verdict is one of `verdicts` (those the ledger and the engagement findings allow)."""
+    verdict = _model(
+        "KbVerdict",
+        label=(
+            choice(verdicts),
+            _asked("The verdict (label:position for better-grounded and engagement-asymmetry)."),
+        ),
+        evidence=(str, _asked("Evidentiary strength of central claims.", minLength=1, maxLength=2000)),
+        engagement=(str, _asked("Engagement with central questions.", minLength=1, maxLength=2000)),
+    )
+    return _model(
+        "KbSynthesis",
+        text=(str, _asked("The structured account, in Markdown.", minLength=1, maxLength=6000)),
+        verdict=(verdict, ...),
+    )
+
+
+REVIEW_SCHEMA: type[BaseModel] = _model(
+    "KbVerdictReview",
+    decision=(choice(("accept", "dissent")), ...),
+    text=(str, _asked(default="", maxLength=3000)),
+)

@@ -37,6 +37,7 @@ from typing import Any
 from debates.agents.base import AgentRequest
 from debates.contract import KbArgument, KbView
 from debates.protocols.kb_debate import ledger as kb_ledger
+from debates.protocols.kb_debate.schema import verdict_value
 
 SHARED = ("neutral", "factual", "meta")
 ATTACKS = ("refutes", "contradicts", "addresses", "confounds")
@@ -123,12 +124,10 @@ class Graph:
 
 def _claim(graph: Graph, text: str, args: list[str], sources: list[str], presented_as: str = "") -> dict:
     rated = min((graph.status(a) for a in args), key=_rank, default="contested")
-    return {
-        "text": _cut(text, 290),
-        "args": args,
-        "sources": sources[:5],
-        "presented_as": presented_as or rated,
-    }
+    claim: dict[str, Any] = {"text": _cut(text, 290), "args": args}
+    if graph.kb.sources:  # a KB without sources is asked for none
+        claim["sources"] = sources[:5]
+    return {**claim, "presented_as": presented_as or rated}
 
 
 def _downgrade(arg: str, to: str, justification: str) -> dict[str, Any]:
@@ -322,7 +321,7 @@ def _objection(graph: Graph, context: Mapping[str, Any], position: str, request:
                 1990,
             ),
             "new_args": [new],
-            "new_sources": sources,
+            **({"new_sources": sources} if graph.kb.sources else {}),
         }
     return None
 
@@ -477,8 +476,7 @@ def _turn(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         lines.append(objection["text"])
     if request.options.get("reraise"):
         claims += _reraised(graph, ledger, position, request)
-    payload: dict[str, Any] = {
-        "responds_to": {"entry": entry["id"], "turn": answered},
+    payload: dict[str, Any] = {  # the entry and turn answered are the step's: code records them
         "move": move,
         "text": _cut("\n\n".join(lines), 3990, keep_lines=True),
         "claims": claims[:4],
@@ -604,7 +602,7 @@ def _moderator(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
                 + (f", and {', '.join(attackers)} still stands against it" if attackers else "")
                 + ". The ruling is reaffirmed; the closure stands and the claim may not be re-litigated."
             )
-        decisions.append({"entry": pending.id, "decision": decision, "text": _cut(text, 990)})
+        decisions.append({"decision": decision, "text": _cut(text, 990)})
         lines.append(text)
 
     seen = set()
@@ -706,15 +704,17 @@ def _moderator(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         lines.append(
             "No ruling is needed at this point. Open threads: " + (", ".join(live) if live else "none") + "."
         )
-    return {
+    payload: dict[str, Any] = {
         "text": _cut("\n\n".join(lines), 2990, keep_lines=True),
         "presses": presses[:4],
         "callouts": callouts[:6],
         "deflections": deflections,
         "rulings": rulings,
-        "objection_decisions": decisions,
         "mutations": mutations,
     }
+    if decisions:  # the entry of the pending objection is code's to record
+        payload["objection_decision"] = decisions[0]
+    return payload
 
 
 # --- synthesis -------------------------------------------------------------------------------------------------
@@ -861,7 +861,12 @@ def _synthesis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         f"- Engagement: {verdict['engagement']}",
     ]
     head, tail = "\n".join(out[:-7]), "\n".join(out[-7:])
-    return {"text": _cut(head, 5980 - len(tail), keep_lines=True) + "\n" + tail, "verdict": verdict}
+    picked = {  # the verdict as its enum names it: "better-grounded:pro-x"
+        "label": verdict_value(verdict["label"], verdict["position"]),
+        "evidence": verdict["evidence"],
+        "engagement": verdict["engagement"],
+    }
+    return {"text": _cut(head, 5980 - len(tail), keep_lines=True) + "\n" + tail, "verdict": picked}
 
 
 GENERATORS: dict[tuple[str, str], Callable[[random.Random, AgentRequest], dict[str, Any]]] = {

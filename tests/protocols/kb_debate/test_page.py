@@ -913,6 +913,20 @@ def test_the_synthesis_verdict_review_and_outcome(moderator_client, debated):
             },
         ),
         ("t10/verdict-review/moderator", {"decision": "accept", "text": "Fine."}),
+        # What a model streams is the shape it is asked for (the entry answered, the objection's entry and the
+        # verdict's split are code's): it renders too.
+        ("t03/turn/debater-pro-pricing", {k: v for k, v in REBUT.items() if k != "responds_to"}),
+        (
+            "t04/moderator/moderator",
+            {"text": "Heard.", "objection_decision": {"decision": "reaffirm", "text": "Stands."}},
+        ),
+        (
+            "t09/synthesis/orchestrator",
+            {
+                "text": "# Done",
+                "verdict": {"label": "better-grounded:pro-pricing", "evidence": "e", "engagement": "g"},
+            },
+        ),
     ],
 )
 def test_every_prefix_of_a_streamed_turn_renders(key, payload):

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from debates.contract import (
+    Accepted,
     Done,
     KbArgument,
     KbMutation,
@@ -201,11 +203,45 @@ def only_step(plan: Any) -> Any:
     return step
 
 
+def reply(move: str, *claims: dict, objection: dict | None = None) -> dict:
+    """A debater's answer as it is asked for: the entry and turn it answers are the step's (code records them)."""
+    answer: dict[str, Any] = {"move": move, "text": f"{move}.", "claims": list(claims)}
+    return answer | ({"objection": objection} if objection is not None else {})
+
+
+def moderating(**fields: Any) -> dict:
+    """A moderator's answer as it is asked for."""
+    return {"text": "Moderator.", **fields}
+
+
 def errors(turns: dict[str, dict[str, Any] | None], payload: dict[str, Any], **kwargs: Any) -> list[str]:
-    """What the protocol says about `payload` as the answer to the step it plans next."""
+    """What the protocol refuses in `payload` as the answer to the step it plans next."""
     before = view(turns, **kwargs)
     step = only_step(PROTOCOL.plan(before))
     return PROTOCOL.validate(step, step.schema.model_validate(payload), before)
+
+
+def refused(turns: dict[str, dict[str, Any] | None], payload: dict[str, Any], **kwargs: Any) -> list[str]:
+    """What the next step's schema refuses in `payload` (the model cannot send it: enums, required fields)."""
+    step = only_step(PROTOCOL.plan(view(turns, **kwargs)))
+    try:
+        step.schema.model_validate(payload)
+    except ValidationError as error:
+        return [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()]
+    return []
+
+
+def accepted(turns: dict[str, dict[str, Any] | None], payload: dict[str, Any], **kwargs: Any) -> Accepted:
+    """`payload` answering the step planned next, as committed: never refused, filled in and flagged."""
+    before = view(turns, **kwargs)
+    step = only_step(PROTOCOL.plan(before))
+    answer = step.schema.model_validate(payload)
+    assert PROTOCOL.validate(step, answer, before) == []
+    return PROTOCOL.accept(step, answer, before)
+
+
+def flagged(result: Accepted) -> list[tuple[str, str]]:
+    return [(flag.kind, flag.where) for flag in result.flags]
 
 
 # --- pre-flight ---------------------------------------------------------------------------------------------------
@@ -435,40 +471,61 @@ class PlanTests:
 # --- the moderator's rules ------------------------------------------------------------------------------------------
 
 
-def _moderator_turn(**fields: Any) -> dict:
-    return moderation(**fields)
-
-
 # After the honest openings and one rebuttal, moderator_every=1 hands the moderator turn 4.
 REBUTTED = {**HONEST, f"t03/turn/{CON}": answer("L-005", 2, "rebut")}
 
 
 class ClosureTests:
     def test_closing_a_claim_needs_a_dead_rating(self):
-        problems = errors(
-            REBUTTED, _moderator_turn(rulings=[ruling("L-001", "arg-003", "refuted")]), moderator_every=1
-        )
-        assert any("closing needs arg-003 rated refuted or baseless — it is contested" in p for p in problems)
+        payload = moderating(rulings=[ruling("L-001", "arg-003", "refuted")])
+        # A human moderator is told why, with the downgrade to propose (the console offers it in one click) ...
+        problems = errors(REBUTTED, payload, moderator_every=1, human=True)
+        assert problems == [
+            "rulings[0]: closing needs arg-003 rated refuted or baseless — it is contested; propose arg-003 → "
+            "refuted in this turn"
+        ]
+        # ... an agent's turn is kept without the ruling, which is flagged.
+        result = accepted(REBUTTED, payload, moderator_every=1)
+        assert result.payload["rulings"] == []
+        assert flagged(result) == [("unbacked_ruling", "rulings")]
+        assert "arg-003 rated refuted or baseless — it is contested" in result.flags[0].detail
 
     def test_or_the_matching_downgrade_proposed_in_the_same_turn(self):
-        payload = _moderator_turn(
+        payload = moderating(
             rulings=[ruling("L-001", "arg-003", "refuted")], mutations=[downgrade("arg-003", "refuted")]
         )
-        assert errors(REBUTTED, payload, moderator_every=1) == []
+        assert errors(REBUTTED, payload, moderator_every=1, human=True) == []
+        result = accepted(REBUTTED, payload, moderator_every=1)
+        assert [r["entry"] for r in result.payload["rulings"]] == ["L-001"] and result.flags == ()
         payload["mutations"] = [
             downgrade("arg-003", "weak")
         ]  # a downgrade that does not kill it is not enough
-        assert errors(REBUTTED, payload, moderator_every=1)
+        assert errors(REBUTTED, payload, moderator_every=1, human=True)
+        assert accepted(REBUTTED, payload, moderator_every=1).payload["rulings"] == []
 
     def test_a_claim_on_an_argument_already_rated_dead_may_be_closed_outright(self):
-        payload = _moderator_turn(rulings=[ruling("L-001", "arg-003", "refuted")])
-        assert errors(REBUTTED, payload, moderator_every=1, statuses={"arg-003": "refuted"}) == []
+        payload = moderating(rulings=[ruling("L-001", "arg-003", "refuted")])
+        assert errors(REBUTTED, payload, moderator_every=1, human=True, statuses={"arg-003": "refuted"}) == []
+        result = accepted(REBUTTED, payload, moderator_every=1, statuses={"arg-003": "refuted"})
+        assert len(result.payload["rulings"]) == 1 and result.flags == ()
 
     def test_the_ruling_names_an_argument_the_claim_cites_and_turns_that_happened(self):
-        payload = _moderator_turn(rulings=[ruling("L-001", "arg-004", turns=(1, 9))])
-        problems = errors(REBUTTED, payload, moderator_every=1)
-        assert any("L-001 does not cite arg-004" in p for p in problems)
-        assert any("turn(s) [9] have not happened" in p for p in problems)
+        # The argument is one a ledger claim cites (an enum); that it is this claim's, code checks.
+        outside = moderating(rulings=[ruling("L-001", "arg-004")])
+        assert [e.split(":")[0] for e in refused(REBUTTED, outside, moderator_every=1)] == [
+            "rulings.0.arg_id"
+        ]
+        payload = moderating(rulings=[ruling("L-001", "arg-006")])
+        assert errors(REBUTTED, payload, moderator_every=1, human=True) == [
+            "rulings[0].arg_id: L-001 does not cite arg-006"
+        ]
+        result = accepted(REBUTTED, payload, moderator_every=1)
+        assert result.payload["rulings"] == [] and flagged(result) == [("ruling_refused", "rulings")]
+        # Turns are an enum of the turns that happened: turn 9 cannot be named at turn 4.
+        late = refused(
+            REBUTTED, moderating(rulings=[ruling("L-001", "arg-003", turns=(1, 9))]), moderator_every=1
+        )
+        assert [e.split(":")[0] for e in late] == ["rulings.0.turns.1"]
 
     def test_a_closed_claim_is_closed_with_the_ruling_recorded(self):
         entry = ledger_build(view(CLOSED)).entries["L-004"]
@@ -481,27 +538,30 @@ class ObjectionTests:
     def test_the_asserter_may_object_once_with_new_evidence(self):
         step = only_step(PROTOCOL.plan(view(CLOSED)))
         assert step.seat == CON and step.context["may_object_to"] == ["L-004"]
-        payload = answer("L-006", 2, "rebut", objection=OBJECTION)
-        assert errors(CLOSED, payload) == []
+        result = accepted(CLOSED, reply("rebut", objection=OBJECTION))
+        assert result.payload["objection"] == OBJECTION and result.flags == ()
 
     def test_an_objection_needs_evidence_not_cited_before(self):
-        payload = answer("L-006", 2, "rebut", objection={**OBJECTION, "new_args": ["arg-004"]})
-        assert any("needs new evidence" in p for p in errors(CLOSED, payload))
+        result = accepted(CLOSED, reply("rebut", objection={**OBJECTION, "new_args": ["arg-004"]}))
+        assert result.payload["objection"] is None  # left out: the ruling stands
+        assert flagged(result) == [("objection_without_new_evidence", "objection")]
 
     def test_only_the_asserter_objects(self):
         history = {**CLOSED, f"t04/turn/{CON}": answer("L-006", 2, "rebut")}
         step = only_step(PROTOCOL.plan(view(history)))
-        assert step.seat == PRO
-        payload = answer(
-            step.context["entry"]["id"], step.context["answer_turn"], "defend", objection=OBJECTION
-        )
-        assert any("L-004 is not a closed claim of yours" in p for p in errors(history, payload))
+        assert step.seat == PRO and "objection" not in step.schema.model_fields
+        assert refused(history, reply("defend", objection=OBJECTION)) == [
+            "objection: Extra inputs are not permitted"
+        ]
 
     def test_the_moderator_must_rule_on_a_pending_objection(self):
         history = {**CLOSED, f"t04/turn/{CON}": answer("L-006", 2, "rebut", objection=OBJECTION)}
-        assert any("rule on L-004's objection" in p for p in errors(history, _moderator_turn()))
-        decision = {"entry": "L-004", "decision": "reaffirm", "text": "Stands."}
-        assert errors(history, _moderator_turn(objection_decisions=[decision])) == []
+        assert refused(history, moderating()) == ["objection_decision: Field required"]
+        # The decision is asked, the entry it is about is recorded by code.
+        result = accepted(history, moderating(objection_decision={"decision": "reaffirm", "text": "Stands."}))
+        assert result.payload["objection_decisions"] == [
+            {"entry": "L-004", "decision": "reaffirm", "text": "Stands."}
+        ]
 
     def test_reaffirming_keeps_the_claim_closed_and_a_second_objection_is_refused(self):
         history = {
@@ -516,13 +576,7 @@ class ObjectionTests:
         assert entry.closed and entry.objection["decision"] == "reaffirm"
         step = only_step(PROTOCOL.plan(view(history)))
         assert step.seat == CON and step.context["may_object_to"] == []
-        again = answer(
-            step.context["entry"]["id"],
-            step.context["answer_turn"],
-            "rebut",
-            objection={**OBJECTION, "new_args": ["arg-003"]},
-        )
-        assert any("objected to once already; the ruling stands" in p for p in errors(history, again))
+        assert "objection" not in step.schema.model_fields  # objected to once already: the ruling stands
 
     def test_reversing_reopens_the_claim_for_its_asserter_to_answer(self):
         history = {
@@ -539,9 +593,7 @@ class ObjectionTests:
 
     def test_no_objection_is_taken_in_the_last_debate_turn(self):
         step = only_step(PROTOCOL.plan(view(CLOSED, max_turns=4)))
-        assert step.context["may_object_to"] == []
-        payload = answer("L-006", 2, "rebut", objection=OBJECTION)
-        assert any("last turn" in p for p in errors(CLOSED, payload, max_turns=4))
+        assert step.context["may_object_to"] == [] and "objection" not in step.schema.model_fields
 
 
 class ReraisedClaimTests:
@@ -560,12 +612,15 @@ class ReraisedClaimTests:
         assert ledger.entries["L-008"].status == "unclaimable"
 
     def test_the_moderator_must_call_it_out(self):
-        assert any(
-            "con-x re-raised a closed claim; call it out" in p
-            for p in errors(self.RERAISED, _moderator_turn())
-        )
+        """Code adds the callout the moderator owes (the flag says all it needs) and flags the omission."""
+        result = accepted(self.RERAISED, moderating())
+        assert [(c["type"], c["position"], c["turn"]) for c in result.payload["callouts"]] == [
+            ("reraised-closed", "con-x", 4)
+        ]
+        assert flagged(result) == [("missing_callout", "callouts")]
         callout = {"type": "reraised-closed", "position": "con-x", "turn": 4, "text": "L-004 is closed."}
-        assert errors(self.RERAISED, _moderator_turn(callouts=[callout])) == []
+        result = accepted(self.RERAISED, moderating(callouts=[callout]))
+        assert result.payload["callouts"] == [callout] and result.flags == ()
 
     def test_the_other_side_citing_the_dead_argument_is_no_breach(self):
         history = {
@@ -612,27 +667,27 @@ class FlagTests:
 
 class DebaterRuleTests:
     def test_a_turn_answers_exactly_the_entry_and_turn_it_was_handed(self):
-        problems = errors(HONEST, answer("L-004", 2, "rebut"))
-        assert problems == ["responds_to: this turn answers L-005 from turn 2"]
+        """Code records what the turn answers: the model is not asked, so it cannot answer another entry."""
+        answering = {**reply("rebut"), "responds_to": {"entry": "L-004", "turn": 2}}
+        assert refused(HONEST, answering) == ["responds_to: Extra inputs are not permitted"]
+        assert accepted(HONEST, reply("rebut")).payload["responds_to"] == {"entry": "L-005", "turn": 2}
 
     def test_the_other_sides_claim_is_rebutted_and_ones_own_is_defended_or_conceded(self):
-        assert errors(HONEST, answer("L-005", 2, "defend")) == [
-            "move: on the other side's claim, rebut or partial-rebut"
-        ]
+        assert refused(HONEST, reply("defend")) == ["move: Input should be 'rebut' or 'partial-rebut'"]
         history = {**HONEST, f"t03/turn/{CON}": answer("L-005", 2, "rebut")}
-        assert errors(history, answer("L-005", 3, "rebut")) == ["move: on your own claim, defend or concede"]
+        assert refused(history, reply("rebut")) == ["move: Input should be 'defend' or 'concede'"]
 
     def test_cited_arguments_and_sources_must_exist(self):
-        payload = answer("L-005", 2, "rebut", claim(["arg-099"], "weak", sources=("kb/sources/none.md",)))
-        assert errors(HONEST, payload) == [
-            "claims[0]: no argument arg-099 in the KB",
-            "claims[0]: no source kb/sources/none.md in the KB",
+        payload = reply("rebut", claim(["arg-099"], "weak", sources=("kb/sources/none.md",)))
+        assert [e.split(":")[0] for e in refused(HONEST, payload)] == [
+            "claims.0.args.0",
+            "claims.0.sources.0",
         ]
 
 
 class DeflectionTests:
     def deflection(self, position: str, cited: list[str], turns: list[int], target: str) -> dict:
-        return _moderator_turn(
+        return moderating(
             deflections=[
                 {
                     "position": position,
@@ -645,22 +700,33 @@ class DeflectionTests:
         )
 
     def test_a_deflection_callout_lists_turns_in_which_the_position_cited_the_argument(self):
-        assert (
-            errors(REBUTTED, self.deflection("con-x", ["arg-005"], [1], "arg-001"), moderator_every=1) == []
-        )
+        payload = self.deflection("con-x", ["arg-005"], [1], "arg-001")
+        assert errors(REBUTTED, payload, moderator_every=1, human=True) == []
+        result = accepted(REBUTTED, payload, moderator_every=1)
+        assert result.payload["deflections"] == payload["deflections"] and result.flags == ()
 
-    def test_a_turn_in_which_it_was_not_cited_is_refused(self):
-        problems = errors(
-            REBUTTED, self.deflection("con-x", ["arg-005"], [1, 3], "arg-001"), moderator_every=1
-        )
+    def test_a_turn_in_which_it_was_not_cited_is_refused_to_a_human_and_left_out_of_an_agents_turn(self):
+        payload = self.deflection("con-x", ["arg-005"], [1, 3], "arg-001")
+        problems = errors(REBUTTED, payload, moderator_every=1, human=True)
         assert problems == ["deflections[0]: con-x did not cite arg-005 in turn 3"]
-        problems = errors(REBUTTED, self.deflection("pro-x", ["arg-005"], [2], "arg-001"), moderator_every=1)
+        result = accepted(REBUTTED, payload, moderator_every=1)
+        assert [d["turns"] for d in result.payload["deflections"]] == [[1]]
+        assert flagged(result) == [("not_cited", "deflections")]
+        payload = self.deflection("pro-x", ["arg-005"], [2], "arg-001")
+        problems = errors(REBUTTED, payload, moderator_every=1, human=True)
         assert problems == ["deflections[0]: pro-x did not cite arg-005 in turn 2"]
+        result = accepted(REBUTTED, payload, moderator_every=1)
+        assert result.payload["deflections"] == [] and flagged(result) == [("not_cited", "deflections")]
 
     def test_an_argument_that_addresses_the_target_is_no_deflection(self):
-        problems = errors(REBUTTED, self.deflection("pro-x", ["arg-007"], [2], "arg-003"), moderator_every=1)
+        payload = self.deflection("pro-x", ["arg-007"], [2], "arg-003")
+        problems = errors(REBUTTED, payload, moderator_every=1, human=True)
         assert problems == [
             "deflections[0]: arg-007 addresses arg-003; citing it engages the argument, it is no deflection"
+        ]
+        result = accepted(REBUTTED, payload, moderator_every=1)
+        assert result.payload["deflections"] == [] and flagged(result) == [
+            ("not_a_deflection", "deflections")
         ]
 
     def test_callouts_repeated_without_engaging_become_persistent_non_engagement(self):
@@ -761,12 +827,20 @@ class VerdictTests:
         assert verdict_problems(history, "unresolved-by-corpus") == []
         assert verdict_problems(history, "genuinely-contested")
 
-    def test_the_synthesis_step_is_held_to_the_same_rules(self):
+    def test_the_synthesis_step_offers_only_the_verdicts_the_ledger_allows(self):
         history = {**DISMANTLED, f"t05/turn/{PRO}": answer("L-002", 1, "rebut")}
-        payload = {"text": "# Synthesis", "verdict": verdict("genuinely-contested")}
-        assert errors(history, payload, max_turns=5, min_turns=2, statuses={"arg-003": "refuted"}) == [
-            "verdict: no balanced verdict — con-x's central claims are closed (L-001)"
-        ]
+        settings = {"max_turns": 5, "min_turns": 2, "statuses": {"arg-003": "refuted"}}
+        step = only_step(PROTOCOL.plan(view(history, **settings)))
+        label = step.schema.model_json_schema()["$defs"]["KbVerdict"]["properties"]["label"]
+        assert label.get("enum", [label.get("const")]) == ["better-grounded:pro-x"]
+        answer_ = {
+            "text": "# Synthesis",
+            "verdict": {"label": "genuinely-contested", "evidence": "e", "engagement": "g"},
+        }
+        assert [e.split(":")[0] for e in refused(history, answer_, **settings)] == ["verdict.label"]
+        answer_["verdict"]["label"] = "better-grounded:pro-x"
+        result = accepted(history, answer_, **settings)
+        assert result.payload["verdict"] == verdict("better-grounded", "pro-x") and result.flags == ()
 
 
 # --- full simulated debates ---------------------------------------------------------------------------------------
