@@ -15,6 +15,7 @@ from django.test import Client
 
 from debates.agents.base import backend_choices
 from debates.devtools.fake_llm import FakeLLMServer, Fault, RecordedRequest
+from debates.engine import registry
 from debates.exports.run_json import run_export_json
 from debates.models import Run, RunEvent, RunStatus, TurnStatus
 from debates.services import runs as services
@@ -265,32 +266,32 @@ class FaultTests:
         assert run.status == RunStatus.COMPLETED  # the protocol went on without that analyst
 
     def test_protocol_rules_the_schema_cannot_express_are_repaired_too(
-        self, make_paid_run: Any, anthropic_api: Any
+        self, make_paid_run: Any, anthropic_api: Any, monkeypatch: pytest.MonkeyPatch
     ):
-        duplicate = {
-            "summary": "Two claims with the same id.",
+        # The cross-examination's schemas carry all its rules (issue 22): a protocol rule stands in for one.
+        protocol = registry.get("cross-examination")
+
+        def validate(step: Any, payload: Any, view: Any) -> list[str]:
+            return (
+                ["the summary must not be 'Off topic.'"]
+                if getattr(payload, "summary", "") == "Off topic."
+                else []
+            )
+
+        monkeypatch.setattr(protocol, "validate", validate)
+        off_topic = {
+            "summary": "Off topic.",
             "claims": [
-                {
-                    "id": "c1",
-                    "text": "A.",
-                    "evidence": [{"quote": "Traffic fell.", "source": "m"}],
-                    "confidence": 0.5,
-                },
-                {
-                    "id": "c1",
-                    "text": "B.",
-                    "evidence": [{"quote": "Support rose.", "source": "m"}],
-                    "confidence": 0.5,
-                },
+                {"text": "A.", "evidence": [{"quote": "Traffic fell.", "source": "m"}], "confidence": 0.5}
             ],
         }
         anthropic_api.faults.append(
-            Fault(kind="text", text=json.dumps(duplicate), match='key="r1/analysis/analyst-bo"')
+            Fault(kind="text", text=json.dumps(off_topic), match='key="r1/analysis/analyst-bo"')
         )
         run = make_paid_run()
         run_to_stop(run)
         _, repaired = calls(anthropic_api, "r1/analysis/analyst-bo")
-        assert "claim id c1 is used twice" in repaired.body["messages"][2]["content"]
+        assert "the summary must not be 'Off topic.'" in repaired.body["messages"][2]["content"]
         assert run.turns.get(key="r1/analysis/analyst-bo").status == TurnStatus.COMMITTED
 
 

@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from debates.agents.base import AgentRequest, Repair, backend_choices, backend_get
 from debates.agents.openai_compat import request_params
@@ -19,16 +20,9 @@ from debates.devtools.fake_llm import FakeLLMServer, Fault, RecordedRequest
 from debates.engine import registry
 from debates.engine.view import run_view_load
 from debates.models import Run, RunEvent, RunStatus, TurnStatus
-from debates.protocols.cross_examination import schema
 from tests.conftest import EXPECTED_KEYS, FAKE_KEY, LONG_MATERIAL, run_to_stop
 
 MODEL = "local-model"
-SCHEMAS = {
-    "analysis": schema.Analysis,
-    "questions": schema.Questions,
-    "answers": schema.Answers,
-    "assessment": schema.Assessment,
-}
 SCHEMA_IN_PROMPT = "Your answer must be one JSON object valid against this JSON schema:"
 # A price for the local model, USD per million tokens, written out here independently of pricing.py.
 LOCAL_PRICE = {"input": Decimal("0.60"), "cache_read": Decimal("0.15"), "output": Decimal("2.40")}
@@ -78,6 +72,23 @@ def first_request(run: Run, **fields: Any) -> AgentRequest:
 
 
 @pytest.fixture
+def step_schemas(monkeypatch: pytest.MonkeyPatch) -> dict[str, type[BaseModel]]:
+    """The schema of every step the runs plan, by step key: a step's schema is built from the run's state."""
+    protocol = registry.get("cross-examination")
+    plan = protocol.plan
+    schemas: dict[str, type[BaseModel]] = {}
+
+    def recording(view: Any) -> Any:
+        planned = plan(view)
+        if isinstance(planned, Steps):
+            schemas.update({step.key: step.schema for step in planned.steps})
+        return planned
+
+    monkeypatch.setattr(protocol, "plan", recording)
+    return schemas
+
+
+@pytest.fixture
 def make_local_run(make_run: Any, openai_api: FakeLLMServer) -> Any:
     def make(**overrides: Any) -> Run:
         return make_run(
@@ -110,12 +121,12 @@ class FullDebateTests:
         assert {step_key(r) for r in openai_api.requests} == EXPECTED_KEYS
 
     def test_every_request_asks_for_the_step_schema_and_streamed_usage(
-        self, make_local_run: Any, openai_api: Any
+        self, make_local_run: Any, openai_api: Any, step_schemas: dict[str, type[BaseModel]]
     ):
         run_to_stop(make_local_run())
         for request in openai_api.requests:
             body = request.body
-            step_schema = SCHEMAS[step_key(request).split("/")[1]]
+            step_schema = step_schemas[step_key(request)]
             assert body["model"] == MODEL
             assert body["stream"] is True
             assert body["stream_options"] == {"include_usage": True}
@@ -345,28 +356,28 @@ class FaultTests:
 @pytest.mark.django_db(transaction=True)
 class ResponseFormatTests:
     def test_json_object_mode_spells_the_schema_out_in_the_prompt(
-        self, make_local_run: Any, openai_api: Any, settings: Any
+        self, make_local_run: Any, openai_api: Any, settings: Any, step_schemas: dict[str, type[BaseModel]]
     ):
         settings.DISPUTA = {**settings.DISPUTA, "OPENAI_RESPONSE_FORMAT": "json_object"}
         run = make_local_run()
         assert run_to_stop(run) == "done"
         assert len(openai_api.requests) == len(EXPECTED_KEYS)
         for request in openai_api.requests:
-            step_schema = SCHEMAS[step_key(request).split("/")[1]]
+            step_schema = step_schemas[step_key(request)]
             assert request.body["response_format"] == {"type": "json_object"}
             spelled = f"{SCHEMA_IN_PROMPT}\n{json.dumps(step_schema.model_json_schema(), ensure_ascii=False)}"
             assert user(request).endswith(spelled)
             assert SCHEMA_IN_PROMPT not in system(request)  # the shared prefix stays the same for every seat
 
     def test_none_mode_sends_no_response_format_and_spells_the_schema_out(
-        self, make_local_run: Any, openai_api: Any, settings: Any
+        self, make_local_run: Any, openai_api: Any, settings: Any, step_schemas: dict[str, type[BaseModel]]
     ):
         settings.DISPUTA = {**settings.DISPUTA, "OPENAI_RESPONSE_FORMAT": "none"}
         run = make_local_run()
         assert run_to_stop(run) == "done"
         assert len(openai_api.requests) == len(EXPECTED_KEYS)
         for request in openai_api.requests:
-            step_schema = SCHEMAS[step_key(request).split("/")[1]]
+            step_schema = step_schemas[step_key(request)]
             assert "response_format" not in request.body
             assert json.dumps(step_schema.model_json_schema(), ensure_ascii=False) in user(request)
 

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from debates.agents.prompts import context_compact, context_expand, data_json, prompt_render
 from debates.contract import RunView, SeatView, Step, TurnView
-from debates.protocols.cross_examination.schema import Answers
+from debates.protocols.cross_examination.schema import answers_schema
 
 ANALYSIS = {"summary": "S.", "claims": [{"id": "c1", "text": "T.", "evidence": [], "confidence": 0.5}]}
+ANSWERS = answers_schema(1, 1)  # the schema of an analyst asked one question
 QUESTIONS = {
     "questions": [
         {"id": "q1", "analyst": "analyst-ada", "question": "Which figure?"},
@@ -53,7 +54,7 @@ def answers_step() -> Step:
         seat="analyst-ada",
         stage="r3",
         task="answers",
-        schema=Answers,
+        schema=ANSWERS,
         context={
             "name": "Ada",
             "questions": [QUESTIONS["questions"][0]],
@@ -83,7 +84,7 @@ class LayoutTests:
     def test_every_seat_of_a_stage_shares_the_prefix(self):
         one = prompt_render(protocol="cross-examination", step=answers_step(), view=view())
         other_step = Step(
-            key="r3/answers/analyst-bo", seat="analyst-bo", stage="r3", task="answers", schema=Answers
+            key="r3/answers/analyst-bo", seat="analyst-bo", stage="r3", task="answers", schema=ANSWERS
         )
         other = prompt_render(protocol="cross-examination", step=other_step, view=view())
         assert one.prefix == other.prefix and one.task != other.task
@@ -98,7 +99,7 @@ class LayoutTests:
         prompt = prompt_render(
             protocol="cross-examination", step=answers_step(), view=view(), schema_in_text=True
         )
-        assert '"question_id"' in prompt.task and "JSON schema" in prompt.task
+        assert '"revised_position"' in prompt.task and "JSON schema" in prompt.task
 
 
 class CompactContextTests:

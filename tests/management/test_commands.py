@@ -154,6 +154,33 @@ def test_bench_cache_prints_the_read_share_and_the_round_one_writes():
 
 
 @pytest.mark.django_db(transaction=True)
+def test_bench_robustness_prints_a_row_per_protocol_and_the_targets():
+    out, _ = run_command(
+        "bench",
+        "robustness",
+        "--protocols",
+        "cross-examination",
+        "--backends",
+        "openai",
+        "--database",
+        "configured",
+    )
+    row = re.search(
+        r"^\s+cross-examination\s+(yes|NO)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", out, re.M
+    )
+    summary = re.search(
+        r"OpenAI-compatible: (\d+)/1 complete .* (\d+) failed turns .* (\d+) repairs = ([\d.]+)%", out
+    )
+    assert row and summary, out
+    completed, turns, failed, _repairs, _flags, downs, calls = row.groups()
+    assert (
+        completed == "yes" and int(turns) >= 4 and failed == "0" and downs == "0" and int(calls) >= int(turns)
+    )
+    assert summary.group(1) == "1" and summary.group(2) == "0" and float(summary.group(4)) <= 5
+    assert out.rstrip().endswith("OK")
+
+
+@pytest.mark.django_db(transaction=True)
 def test_bench_overhead_prints_both_ratios():
     out, _ = run_command(
         "bench", "overhead", "--runs", "1", "--ttft", "0.05", "--cps", "20000", "--database", "configured"

@@ -13,8 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from debates import demo as demo_values
 from debates.contract import (
+    Accepted,
     DemoStart,
     Done,
+    Flag,
     Plan,
     Protocol,
     RunView,
@@ -26,8 +28,14 @@ from debates.contract import (
 )
 from debates.engine.registry import register
 from debates.protocols.cross_examination import schema, signals
-
-MIN_QUESTIONS, MAX_QUESTIONS = 2, 3
+from debates.protocols.cross_examination.schema import (
+    MAX_CLAIMS,
+    MAX_EVIDENCE,
+    MAX_QUESTIONS,
+    MIN_QUESTIONS,
+    PLACES,
+)
+from debates.protocols.schemas import at_most, by_property, clamped, per_key, said
 
 
 class AnalystConfig(BaseModel):
@@ -70,8 +78,146 @@ def _key_answers(handle: str) -> str:
 KEY_ASSESSMENT = "r4/assessment/examiner"
 
 
-def _normalise(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().strip("\"'“”‘’").lower()
+def _plain(text: str) -> str:
+    """Text as compared for a verbatim quote: case, spacing and the kind of quotation marks aside."""
+    text = text.translate(str.maketrans("“”‘’", "\"\"''"))
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def _verbatim(quote: str, material: str) -> bool:
+    """Whether every part of `quote` (parts cut by an ellipsis) is the material's words."""
+    haystack = _plain(material)
+    parts = [_plain(part).strip("\"' .,;:") for part in re.split(r"…|\.\.\.", quote)]
+    parts = [part for part in parts if part]
+    return bool(parts) and all(part in haystack for part in parts)
+
+
+def _evidence_stored(
+    items: Sequence[Any], where: str, material: str, flags: list[Flag]
+) -> list[dict[str, str]]:
+    stored = []
+    for index, evidence in enumerate(at_most(items, MAX_EVIDENCE, where, flags, "quotes")):
+        at = f"{where}.{index}.quote"
+        quote = said(evidence.quote, at, flags, "quote")
+        # Without material the analysts reason from general knowledge: there is nothing to quote.
+        if quote and material.strip() and not _verbatim(quote, material):
+            flags.append(Flag("unverified_quote", at, "Not found word for word in the material."))
+        stored.append({"quote": quote, "source": evidence.source.strip()})
+    return stored
+
+
+def _analysis_stored(payload: Any, material: str, flags: list[Flag]) -> dict[str, Any]:
+    """The claims numbered c1, c2, ... in order; confidences clamped into 0–1."""
+    claims = []
+    for index, claim in enumerate(at_most(payload.claims, MAX_CLAIMS, "claims", flags, "claims")):
+        where = f"claims.{index}"
+        claims.append(
+            {
+                "id": f"c{index + 1}",
+                "text": said(claim.text, f"{where}.text", flags, "claim"),
+                "evidence": _evidence_stored(claim.evidence, f"{where}.evidence", material, flags),
+                "confidence": clamped(claim.confidence, 0, 1, f"{where}.confidence", flags),
+            }
+        )
+    return {"summary": said(payload.summary, "summary", flags, "summary"), "claims": claims}
+
+
+def _questions_stored(
+    payload: BaseModel, analyses: Sequence[Mapping[str, Any]], flags: list[Flag]
+) -> dict[str, Any]:
+    """The questions numbered q1, q2, ... across the analysts, each put to the analyst it was asked under and
+    quoting the words of the claim it names."""
+    claim_texts = {a["analyst"]: {c["id"]: c["text"] for c in a["claims"]} for a in analyses}
+    questions: list[dict[str, Any]] = []
+    for handle, asked in per_key(payload).items():
+        for place in PLACES:
+            question = getattr(asked, place, None)
+            if question is None:
+                continue
+            where = f"questions.{len(questions)}"
+            questions.append(
+                {
+                    "id": f"q{len(questions) + 1}",
+                    "analyst": handle,
+                    "claim_id": question.claim_id,
+                    "quoted_claim": claim_texts.get(handle, {}).get(question.claim_id, ""),
+                    "gap": said(question.gap, f"{where}.gap", flags, "gap"),
+                    "question": said(question.question, f"{where}.question", flags, "question"),
+                }
+            )
+    return {"questions": questions}
+
+
+def _answers_stored(
+    payload: BaseModel, questions: Sequence[Mapping[str, Any]], material: str, flags: list[Flag]
+) -> dict[str, Any]:
+    """Each answer given to the question at its place; a question left without an answer stands unanswered."""
+    answers: list[dict[str, Any]] = []
+    for index, place in enumerate(PLACES):
+        answer = getattr(payload, place, None)
+        if index >= len(questions):
+            if answer is not None:
+                flags.append(
+                    Flag(
+                        "not_asked",
+                        "",
+                        f"An answer under {place}, but only {len(questions)} questions were asked: dropped.",
+                    )
+                )
+            continue
+        question_id = questions[index]["id"]
+        if answer is None:
+            flags.append(Flag("unanswered", "", f"{question_id.upper()} is not answered."))
+            continue
+        where = f"answers.{len(answers)}"
+        revised = answer.revised_position.strip()
+        if answer.choice == "CONCEDE" and not revised:
+            flags.append(
+                Flag(
+                    "missing_revision",
+                    f"{where}.revised_position",
+                    "A concession without a revised position.",
+                )
+            )
+        answers.append(
+            {
+                "question_id": question_id,
+                "choice": answer.choice,
+                "response": said(answer.response, f"{where}.response", flags, "answer"),
+                "evidence": _evidence_stored(answer.evidence, f"{where}.evidence", material, flags),
+                "revised_position": revised,
+            }
+        )
+    return {"answers": answers}
+
+
+# A classification that says the opposite of what the analyst chose.
+CONTRADICTIONS = {("DEFENDED", "CONCEDE"), ("CONCEDED", "DEFEND")}
+
+
+def _assessment_stored(
+    payload: BaseModel, record: Sequence[Mapping[str, Any]], flags: list[Flag]
+) -> dict[str, Any]:
+    answers = {item["question_id"]: item["answer"] or {} for item in record}
+    classifications: list[dict[str, Any]] = []
+    for question_id, verdict in per_key(payload).items():
+        choice = answers.get(question_id, {}).get("choice", "")
+        if (verdict.classification, choice) in CONTRADICTIONS:
+            flags.append(
+                Flag(
+                    "contradicts_answer",
+                    f"classifications.{len(classifications)}.classification",
+                    f"{verdict.classification} for an answer that chose {choice}.",
+                )
+            )
+        classifications.append(
+            {
+                "question_id": question_id,
+                "classification": verdict.classification,
+                "rationale": verdict.rationale.strip(),
+            }
+        )
+    return {"classifications": classifications}
 
 
 @register
@@ -163,7 +309,15 @@ class CrossExamination(Protocol[CrossExaminationConfig]):
         questioned = [h for h in available if any(q["analyst"] == h for q in questions)]
         unanswered = [h for h in questioned if not view.finished(_key_answers(h))]
         if unanswered:
-            return Steps(tuple(self._answers_step(view, h, questions, available[h]) for h in unanswered))
+            # One schema for the whole stage (the prompt cache's key): the most questions any analyst was asked,
+            # the fewest required.
+            counts = [sum(1 for q in questions if q["analyst"] == h) for h in questioned]
+            answers_schema = schema.answers_schema(max(counts), min(counts))
+            return Steps(
+                tuple(
+                    self._answers_step(view, h, questions, available[h], answers_schema) for h in unanswered
+                )
+            )
         for handle in questioned:
             if view.payload(_key_answers(handle)) is None:
                 notes.append(f"{view.seats[handle].name} failed to answer; their questions stand unanswered.")
@@ -193,12 +347,17 @@ class CrossExamination(Protocol[CrossExaminationConfig]):
 
     def _questions_step(self, view: RunView, analyses: Mapping[str, Mapping[str, Any]]) -> Step:
         config = self.view_config(view)
+        # An agent asks exactly the configured number; a person may leave the third row empty (the form says so).
+        human = view.seats["examiner"].human
+        asked = MAX_QUESTIONS if human else config.questions_per_analyst
+        at_least = MIN_QUESTIONS if human else config.questions_per_analyst
+        claims = tuple((h, tuple(str(c["id"]) for c in p["claims"])) for h, p in analyses.items())
         return Step(
             key=KEY_QUESTIONS,
             seat="examiner",
             stage="questions",
             task="questions",
-            schema=schema.Questions,
+            schema=schema.questions_schema(claims, asked, at_least),
             context={
                 "per_analyst": config.questions_per_analyst,
                 "analyses": [
@@ -209,94 +368,56 @@ class CrossExamination(Protocol[CrossExaminationConfig]):
         )
 
     def _answers_step(
-        self, view: RunView, handle: str, questions: list[Mapping[str, Any]], analysis: Mapping[str, Any]
+        self,
+        view: RunView,
+        handle: str,
+        questions: list[Mapping[str, Any]],
+        analysis: Mapping[str, Any],
+        answers_schema: type[BaseModel],
     ) -> Step:
+        asked = [dict(q) for q in questions if q["analyst"] == handle]
         return Step(
             key=_key_answers(handle),
             seat=handle,
             stage="answers",
             task="answers",
-            schema=schema.Answers,
+            schema=answers_schema,
             context={
                 "analyst": handle,
                 "name": view.seats[handle].name,
                 "lens": view.seats[handle].lens,
-                "questions": [dict(q) for q in questions if q["analyst"] == handle],
+                "questions": asked,  # in order: `first` answers the first, and so on
                 "analysis": dict(analysis),
             },
         )
 
     def _assessment_step(self, view: RunView, questions: list[Mapping[str, Any]]) -> Step:
+        record = self._record(view, questions, classifications={})
+        answered = tuple(item["question_id"] for item in record if item["answer"] is not None)
         return Step(
             key=KEY_ASSESSMENT,
             seat="examiner",
             stage="assessment",
             task="assessment",
-            schema=schema.Assessment,
-            context={"record": self._record(view, questions, classifications={})},
+            schema=schema.assessment_schema(answered),
+            context={"record": record},
         )
 
-    # --- validation beyond the schema -----------------------------------------------------------------------
+    # --- what code fills in and what it flags ---------------------------------------------------------------
 
-    def validate(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
-        if isinstance(payload, schema.Analysis):
-            ids = [c.id for c in payload.claims]
-            return [f"claim id {i} is used twice" for i in sorted({i for i in ids if ids.count(i) > 1})]
-        if isinstance(payload, schema.Questions):
-            return self._validate_questions(step, payload)
-        if isinstance(payload, schema.Answers):
-            asked = {q["id"] for q in step.context["questions"]}
-            answered = [a.question_id for a in payload.answers]
-            errors = [f"answer to unknown question {q}" for q in answered if q not in asked]
-            errors += [f"question {q} is not answered" for q in sorted(asked - set(answered))]
-            errors += [
-                f"question {q} is answered twice"
-                for q in sorted({q for q in answered if answered.count(q) > 1})
-            ]
-            errors += [
-                f"answer to {a.question_id} concedes but states no revised position"
-                for a in payload.answers
-                if a.choice == "CONCEDE" and not a.revised_position.strip()
-            ]
-            return errors
-        if isinstance(payload, schema.Assessment):
-            expected = {item["question_id"] for item in step.context["record"] if item["answer"] is not None}
-            given = [c.question_id for c in payload.classifications]
-            errors = [
-                f"classification of unknown or unanswered question {q}" for q in given if q not in expected
-            ]
-            errors += [f"answer to {q} is not classified" for q in sorted(expected - set(given))]
-            errors += [f"{q} is classified twice" for q in sorted({q for q in given if given.count(q) > 1})]
-            return errors
-        return []
-
-    def _validate_questions(self, step: Step, payload: schema.Questions) -> list[str]:
-        errors: list[str] = []
-        analyses = {a["analyst"]: a for a in step.context["analyses"]}
-        per_analyst: dict[str, int] = dict.fromkeys(analyses, 0)
-        ids = [q.id for q in payload.questions]
-        errors += [f"question id {i} is used twice" for i in sorted({i for i in ids if ids.count(i) > 1})]
-        for q in payload.questions:
-            analysis = analyses.get(q.analyst)
-            if analysis is None:
-                errors.append(f"{q.id}: {q.analyst!r} is not an analyst with an analysis")
-                continue
-            per_analyst[q.analyst] += 1
-            claim = next((c for c in analysis["claims"] if c["id"] == q.claim_id), None)
-            if claim is None:
-                errors.append(f"{q.id}: {analysis['name']} has no claim {q.claim_id}")
-            elif _normalise(q.quoted_claim) not in _normalise(claim["text"]):
-                errors.append(
-                    f"{q.id}: the quote is not the words of {analysis['name']}'s claim {q.claim_id}"
-                )
-        if payload.questions:  # no questions at all is a legitimate (degraded) outcome, not invalid output
-            for handle, count in per_analyst.items():
-                if not MIN_QUESTIONS <= count <= MAX_QUESTIONS:
-                    errors.append(
-                        f"{analyses[handle]['name']} gets {count} questions; "
-                        f"ask {MIN_QUESTIONS}–{MAX_QUESTIONS} per analyst"
-                    )
-        return errors
+    def accept(self, step: Step, payload: BaseModel, view: RunView) -> Accepted:
+        flags: list[Flag] = []
+        if step.task == "analysis":
+            stored = _analysis_stored(payload, view.material, flags)
+        elif step.task == "questions":
+            stored = _questions_stored(payload, step.context["analyses"], flags)
+        elif step.task == "answers":
+            stored = _answers_stored(payload, step.context["questions"], view.material, flags)
+        elif step.task == "assessment":
+            stored = _assessment_stored(payload, step.context["record"], flags)
+        else:
+            return super().accept(step, payload, view)
+        return Accepted(stored, tuple(flags))
 
     # --- the human examiner's forms --------------------------------------------------------------------------
 
@@ -305,43 +426,35 @@ class CrossExamination(Protocol[CrossExaminationConfig]):
             return str(data.get(name, "")).strip()
 
         if step.task == "questions":
-            questions: list[dict[str, Any]] = []
+            payload: dict[str, Any] = {}
+            too_few: list[str] = []
             for analysis in step.context["analyses"]:
-                claims = {c["id"]: c for c in analysis["claims"]}
+                rows = []
                 for row in range(1, MAX_QUESTIONS + 1):
                     prefix = f"{analysis['analyst']}-{row}"
-                    question, gap, claim_id = (
-                        field(f"{prefix}-question"),
-                        field(f"{prefix}-gap"),
-                        field(f"{prefix}-claim"),
+                    question, gap = field(f"{prefix}-question"), field(f"{prefix}-gap")
+                    if question or gap:  # an empty row is a question not asked
+                        rows.append({"claim_id": field(f"{prefix}-claim"), "gap": gap, "question": question})
+                if len(rows) < MIN_QUESTIONS:
+                    too_few.append(
+                        f"{analysis['name']} gets {len(rows)} questions; "
+                        f"ask {MIN_QUESTIONS}–{MAX_QUESTIONS} per analyst"
                     )
-                    if not (question or gap):
-                        continue  # an empty row is a question not asked
-                    claim = claims.get(claim_id)
-                    questions.append(
-                        {
-                            "id": f"q{len(questions) + 1}",
-                            "analyst": analysis["analyst"],
-                            "claim_id": claim_id,
-                            "quoted_claim": claim["text"] if claim else "",
-                            "gap": gap,
-                            "question": question,
-                        }
-                    )
-            if not questions:
+                payload[analysis["analyst"]] = dict(zip(PLACES, rows, strict=False))
+            payload = by_property(step.schema, payload)
+            if not any(payload.values()):
                 raise ValueError("Every row is empty: ask 2–3 questions per analyst.")
-            return {"questions": questions}
+            if too_few:
+                raise ValueError("; ".join(too_few))
+            return payload
         if step.task == "assessment":
             return {
-                "classifications": [
-                    {
-                        "question_id": item["question_id"],
-                        "classification": field(f"{item['question_id']}-classification"),
-                        "rationale": field(f"{item['question_id']}-rationale"),
-                    }
-                    for item in step.context["record"]
-                    if item["answer"] is not None
-                ]
+                item["question_id"]: {
+                    "classification": field(f"{item['question_id']}-classification"),
+                    "rationale": field(f"{item['question_id']}-rationale"),
+                }
+                for item in step.context["record"]
+                if item["answer"] is not None
             }
         return super().human_payload(step, data)
 

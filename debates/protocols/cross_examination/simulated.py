@@ -11,8 +11,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from debates.agents.base import AgentRequest
+from debates.agents.base import AgentRequest, BackendError
 from debates.agents.simulated import material_sentences
+from debates.protocols.cross_examination.schema import PLACES
+from debates.protocols.schemas import property_names
 
 
 def _shorten(sentence: str, words: int = 14) -> str:
@@ -54,51 +56,51 @@ def _analysis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     count = min(len(sentences), rng.randint(3, 4))
     picked = rng.sample(range(len(sentences)), count)
     claims: list[dict[str, Any]] = []
-    for number, index in enumerate(sorted(picked), start=1):
+    for index in sorted(picked):
         sentence = sentences[index].rstrip(".")
         frame = rng.choice(CLAIM_FRAMES)
         text = frame.format(s=sentence, s_lower=sentence[:1].lower() + sentence[1:]) + "."
         claims.append(
             {
-                "id": f"c{number}",
                 "text": text,
                 "evidence": [{"quote": sentences[index], "source": source}],
                 "confidence": round(rng.uniform(0.45, 0.92), 2),
             }
         )
-    strongest = max(claims, key=lambda c: float(c["confidence"]))  # type: ignore[arg-type]
+    strongest = max(range(len(claims)), key=lambda n: float(claims[n]["confidence"]))
     lens = context.get("lens") or "general"
     summary = (
         f"Through the lens of {lens}, the {'material' if source == 'material' else 'question'} on "
         f"“{request.view.topic}” supports {len(claims)} claims. "
-        f"The strongest is {strongest['id']}: {_shorten(str(strongest['text']))}"
+        f"The strongest is c{strongest + 1}: {_shorten(str(claims[strongest]['text']))}"
     )
     return {"summary": summary, "claims": claims}
 
 
 def _questions(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     if request.options.get("no_questions"):
-        return {"questions": []}
+        # The questions' schema cannot say "none": the examiner's turn fails, as a model's that asks none would.
+        raise BackendError(
+            "The simulated examiner asked no questions (configured in the run's backend options).",
+            retryable=False,
+        )
     context = request.step.context
-    questions: list[dict[str, Any]] = []
+    questions: dict[str, Any] = {}
+    names = property_names([analysis["analyst"] for analysis in context["analyses"]])
     for analysis in context["analyses"]:
         claims = sorted(analysis["claims"], key=lambda c: (c["confidence"], rng.random()))
-        wanted = min(int(context["per_analyst"]), len(claims))
-        if wanted < 2:  # one claim cannot carry two distinct questions: ask two about it
-            claims = claims * 2
-            wanted = 2
-        for claim in claims[:wanted]:
-            questions.append(
-                {
-                    "id": f"q{len(questions) + 1}",
-                    "analyst": analysis["analyst"],
-                    "claim_id": claim["id"],
-                    "quoted_claim": claim["text"],
-                    "gap": rng.choice(GAPS).format(conf=claim["confidence"]),
-                    "question": rng.choice(QUESTIONS).format(short=_shorten(claim["text"], 10).rstrip(".")),
-                }
-            )
-    return {"questions": questions}
+        wanted = int(context["per_analyst"])
+        # Fewer claims than questions: the weakest are asked about again, from another angle.
+        targets = [claims[n % len(claims)] for n in range(wanted)]
+        questions[names[analysis["analyst"]]] = {
+            place: {
+                "claim_id": claim["id"],
+                "gap": rng.choice(GAPS).format(conf=claim["confidence"]),
+                "question": rng.choice(QUESTIONS).format(short=_shorten(claim["text"], 10).rstrip(".")),
+            }
+            for place, claim in zip(PLACES, targets, strict=False)
+        }
+    return questions
 
 
 def _answer_style(rng: random.Random, confidence: float, configured: str) -> str:
@@ -115,54 +117,45 @@ def _answers(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     claims = {c["id"]: c for c in context["analysis"]["claims"]}
     cited = {e["quote"] for c in claims.values() for e in c["evidence"]}
     fresh = [s for s in material_sentences(request.view.material) if s not in cited]
-    answers = []
-    for question in context["questions"]:
+    answers: dict[str, Any] = {}
+    for place, question in zip(PLACES, context["questions"], strict=False):
         claim = claims.get(question["claim_id"], {"confidence": 0.5, "text": question["quoted_claim"]})
         style = _answer_style(rng, claim["confidence"], str(request.options.get("answers", "mixed")))
         if style == "defend" and fresh:
             new = fresh.pop(rng.randrange(len(fresh)))
-            answers.append(
-                {
-                    "question_id": question["id"],
-                    "choice": "DEFEND",
-                    "response": f"The gap is closed by a second, independent passage: “{_shorten(new, 18)}”. "
-                    "It bears directly on the claim and was not cited before.",
-                    "evidence": [
-                        {
-                            "quote": new,
-                            "source": _evidence_source(request),
-                        }
-                    ],
-                    "revised_position": "",
-                }
-            )
+            answers[place] = {
+                "choice": "DEFEND",
+                "response": f"The gap is closed by a second, independent passage: “{_shorten(new, 18)}”. "
+                "It bears directly on the claim and was not cited before.",
+                "evidence": [
+                    {
+                        "quote": new,
+                        "source": _evidence_source(request),
+                    }
+                ],
+                "revised_position": "",
+            }
         elif style in {"defend", "deflect"}:
-            answers.append(
-                {
-                    "question_id": question["id"],
-                    "choice": "DEFEND",
-                    "response": f"As my analysis said, {_shorten(claim['text'], 16).rstrip('.')}. "
-                    "The claim stands as stated.",
-                    "evidence": [],
-                    "revised_position": "",
-                }
-            )
+            answers[place] = {
+                "choice": "DEFEND",
+                "response": f"As my analysis said, {_shorten(claim['text'], 16).rstrip('.')}. "
+                "The claim stands as stated.",
+                "evidence": [],
+                "revised_position": "",
+            }
         else:
-            answers.append(
-                {
-                    "question_id": question["id"],
-                    "choice": "CONCEDE",
-                    "response": "The examiner is right: the cited sentence does not carry the weight I put on it.",
-                    "evidence": [],
-                    "revised_position": f"Only a weaker form holds: {_shorten(claim['text'], 12).rstrip('.…')} "
-                    "may be true, but the material does not show how much it matters.",
-                }
-            )
-    return {"answers": answers}
+            answers[place] = {
+                "choice": "CONCEDE",
+                "response": "The examiner is right: the cited sentence does not carry the weight I put on it.",
+                "evidence": [],
+                "revised_position": f"Only a weaker form holds: {_shorten(claim['text'], 12).rstrip('.…')} "
+                "may be true, but the material does not show how much it matters.",
+            }
+    return answers
 
 
 def _assessment(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
-    classifications = []
+    classifications: dict[str, Any] = {}
     for item in request.step.context["record"]:
         answer = item["answer"]
         if answer is None:
@@ -173,10 +166,8 @@ def _assessment(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             verdict, why = "DEFENDED", "Brought a new passage of the material that addresses the gap."
         else:
             verdict, why = "DEFLECTED", "Restated the claim without new evidence."
-        classifications.append(
-            {"question_id": item["question_id"], "classification": verdict, "rationale": why}
-        )
-    return {"classifications": classifications}
+        classifications[item["question_id"]] = {"classification": verdict, "rationale": why}
+    return classifications
 
 
 GENERATORS: dict[tuple[str, str], Callable[[random.Random, AgentRequest], dict[str, Any]]] = {
