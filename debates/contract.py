@@ -287,6 +287,11 @@ class Effects(typing.Protocol):
     the committing transaction: a protocol imports neither the engine nor the KB discipline."""
 
     @property
+    def run_id(self) -> int:
+        """The run whose turn commits."""
+        ...
+
+    @property
     def run_config(self) -> Mapping[str, Any]:
         """The run's config as stored."""
         ...

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -59,7 +59,7 @@ def run_cancel_requested(run_id: int) -> bool:
 
 
 def _agent_request(step: Step, claimed: ClaimedTurn, view: RunView, run: Run) -> AgentRequest:
-    roles: dict[str, dict[str, Any]] = settings.DISPUTA_ROLES
+    roles = cast(dict[str, dict[str, Any]], settings.DISPUTA_ROLES)  # role, stage:<id> -> call settings
     limits: dict[str, Any] = {
         **roles["default"],
         **roles.get(claimed.seat.role, {}),

@@ -179,10 +179,10 @@ def _consent_gate(
     own = protocol.consent_threshold(protocol.config_model.model_validate(run.config))
     threshold = own if own is not None else Decimal(str(conf("CONSENT_THRESHOLD_USD")))
     seqs = []
-    if consented:
-        run.consent = "approved"
-    elif run.estimate_usd <= threshold:
+    if run.estimate_usd <= threshold:  # approved automatically, even when the caller consented in advance
         run.consent = "auto"
+    elif consented:
+        run.consent = "approved"
     else:
         run.consent = "required"
         if start:

@@ -14,12 +14,21 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from debates import demo
+from debates.contract import Protocol
 from debates.engine import registry
 from debates.engine.runner import run_execute
 from debates.engine.view import run_view_load
 from debates.platform.conf import conf
 from debates.services import runs as services
 from kb.models import KnowledgeBase
+
+
+def default_material(protocol: Protocol[Any], topic: str) -> str:
+    """The material of a run given none: the demo's for a demo topic; none for any other topic, whose debate
+    another topic's facts would only derail (the agents say they have no material)."""
+    if protocol.demo is not None and topic.strip() == protocol.demo.topic:
+        return str(protocol.demo.material)
+    return demo.DEMO_MATERIAL if topic.strip() == demo.DEMO_TOPIC else ""
 
 
 class Command(BaseCommand):
@@ -30,7 +39,9 @@ class Command(BaseCommand):
         parser.add_argument("--topic", required=True)
         parser.add_argument("--kb", help="Slug of a knowledge base to debate over (see `import_kb`).")
         parser.add_argument(
-            "--material", default=None, help="Free-text material; default: the demo material."
+            "--material",
+            default=None,
+            help="Free-text material; default: the demo's material for a demo topic, none for any other topic.",
         )
         parser.add_argument("--material-file", type=Path)
         parser.add_argument("--backend", default="simulated", choices=["simulated", "anthropic", "openai"])
@@ -78,7 +89,7 @@ class Command(BaseCommand):
         if opts["material_file"]:
             material = opts["material_file"].read_text(encoding="utf-8")
         if material is None:
-            material = "" if kb is not None else demo.DEMO_MATERIAL
+            material = "" if kb is not None else default_material(protocol, opts["topic"])
         backend_options.setdefault("cps", 0)
         try:
             run = services.run_create(

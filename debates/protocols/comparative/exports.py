@@ -5,6 +5,7 @@ outcome, so the page and the command give the same file."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,55 @@ PROTOCOL = "comparative"
 BRIEF_REFUSAL = (
     "run {pk} is a {protocol} run; the decision brief is written for comparative and adversarial runs"
 )
+
+
+# --- texts the brief (and the page) write behind a label of their own -----------------------------------------
+
+
+def without_lead(text: str, *leads: str) -> str:
+    """`text` without a lead-in its label already says ("Priya: Priya: ..." in the brief when the response starts
+    with "Priya:"): a leading `lead` followed by a colon or a dash is dropped. Nothing else changes."""
+    for lead in leads:
+        if not lead.strip():
+            continue
+        words = r"\s+".join(re.escape(w) for w in lead.split())
+        match = re.match(rf"\s*(?:\*\*)?{words}(?:\*\*)?\s*(?::|—|–|-\s)\s*(?:\*\*)?\s*", text, re.IGNORECASE)
+        if match and text[match.end() :].strip():
+            return text[match.end() :]
+    return text
+
+
+def condition_clause(text: str, option: str, name: str) -> str:
+    """A decision condition as the words after "Choose <name> if", which the brief and the page write themselves:
+    a condition written whole ("Choose PostgreSQL if the team ...", "Choose option B when ...", "If ...") loses its
+    lead-in, so no brief reads "Choose PostgreSQL if Choose PostgreSQL if". Nothing else changes."""
+    subjects = "|".join(
+        r"\s+".join(re.escape(w) for w in s.split())
+        for s in (name, f"option {option}", option, "it", "this option")
+    )
+    lead = (
+        rf"^\s*(?:[-*•]\s*)?(?:(?:choose|pick|select|go\s+with|prefer|recommend)\s+(?:{subjects})(?!\w)"
+        rf"(?:\s+(?:over|instead\s+of|rather\s+than)\s+[^,:;]+?)?\s*,?\s+(?:only\s+)?(?:if|when)(?!\w)|if(?!\w))"
+        rf"[\s:,]*(?:\.\.\.|…)?\s*"
+    )
+    match = re.match(lead, text, re.IGNORECASE)
+    return text[match.end() :] if match and text[match.end() :].strip() else text
+
+
+def conditions_shown(conditions: Mapping[str, Any], names: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The judge's decision conditions as the brief and the page show them: per option its name and the clauses
+    that follow "Choose <name> if"."""
+    return [
+        {
+            "option": option,
+            "name": names[option],
+            "clauses": [
+                condition_clause(str(c), option, names[option])
+                for c in conditions.get(f"choose_{option.lower()}_if", [])
+            ],
+        }
+        for option in "AB"
+    ]
 
 
 class BriefUnavailable(ExportUnavailable):
@@ -44,7 +94,10 @@ def brief_file(run: Run) -> ExportFile:
 
 
 def _case(outcome: Mapping[str, Any], option: str, lens: str) -> list[str]:
+    """An advocate's case. Each text the brief labels ("Why X scores well:", "Closing:", a stakeholder's name, a
+    rebuttal's failure) is written without the same words at its start, should the advocate have put them there."""
     name = outcome["options"][option]
+    other = outcome["options"]["B" if option == "A" else "A"]
     opening = (outcome.get("openings") or {}).get(option)
     lines = [f"## Case for {name} ({lens})", ""]
     if not opening:
@@ -57,8 +110,21 @@ def _case(outcome: Mapping[str, Any], option: str, lens: str) -> list[str]:
         )
         lines += [
             f"- **{md_line(arg['criterion'])}** ({md_line(arg['id'])}): {md_line(arg['claim'])}{cited}",
-            f"  - Why {md_line(name)} scores well: {md_line(arg['why_ours_scores_well'])}",
-            f"  - Why the other falls short: {md_line(arg['why_theirs_falls_short'])}",
+            f"  - Why {md_line(name)} scores well: "
+            + md_line(
+                without_lead(
+                    arg["why_ours_scores_well"],
+                    f"why {name} scores well",
+                    "why it scores well",
+                    "why ours scores well",
+                )
+            ),
+            "  - Why the other falls short: "
+            + md_line(
+                without_lead(
+                    arg["why_theirs_falls_short"], "why the other falls short", f"why {other} falls short"
+                )
+            ),
         ]
     lines += ["", "**Risks of the other option:**", ""]
     lines += [
@@ -67,8 +133,11 @@ def _case(outcome: Mapping[str, Any], option: str, lens: str) -> list[str]:
     ]
     if opening.get("stakeholders"):
         lines += ["", "**To the stakeholders:**", ""]
-        lines += [f"- {md_line(s['stakeholder'])}: {md_line(s['response'])}" for s in opening["stakeholders"]]
-    lines += ["", f"**Closing:** {md_line(opening['closing'])}"]
+        lines += [
+            f"- {md_line(s['stakeholder'])}: {md_line(without_lead(s['response'], s['stakeholder']))}"
+            for s in opening["stakeholders"]
+        ]
+    lines += ["", f"**Closing:** {md_line(without_lead(opening['closing'], 'closing', 'closing argument'))}"]
     flags = list((outcome.get("hedging") or {}).get(option, []))
     if flags:
         lines += [
@@ -81,9 +150,11 @@ def _case(outcome: Mapping[str, Any], option: str, lens: str) -> list[str]:
         lines += ["", "**Rebuttals (round 2):**", ""]
         for r in rebuttals:
             verdict = f" → {r['verdict']} ({r['effectiveness']}/5)" if r.get("verdict") else ""
+            why = without_lead(r["why_it_fails"], r["failure"], "why it fails")
+            counter = without_lead(r["counter_evidence"], "counter-evidence", "counter evidence")
             lines.append(
                 f"- {md_line(r['id'])} on {md_line(r['claim_id'])} “{md_line(r['quoted_claim'])}” — {md_line(r['failure'])}: "
-                f"{md_line(r['why_it_fails'])} Counter-evidence: {md_line(r['counter_evidence'])}{verdict}"
+                f"{md_line(why)} Counter-evidence: {md_line(counter)}{verdict}"
             )
     return [*lines, ""]
 
@@ -221,10 +292,12 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
             ["Risk", "Likelihood (H/M/L)", "Mitigation"],
             [[r["risk"], r["likelihood"], r["mitigation"]] for r in judgement["key_risks"]],
         )
-        conditions = judgement["decision_conditions"]
         lines += ["", "### Decision Conditions", ""]
-        lines += [f"- Choose {md_line(names['A'])} if {md_line(c)}" for c in conditions["choose_a_if"]]
-        lines += [f"- Choose {md_line(names['B'])} if {md_line(c)}" for c in conditions["choose_b_if"]]
+        lines += [
+            f"- Choose {md_line(side['name'])} if {md_line(clause)}"
+            for side in conditions_shown(judgement["decision_conditions"], names)
+            for clause in side["clauses"]
+        ]
         lines.append("")
     else:
         lines += ["No recommendation: the judge failed.", ""]
@@ -253,8 +326,13 @@ def comparative_brief_md(run: Run, outcome: Mapping[str, Any]) -> str:
             ["Source", "Type", "Summary"],
             [[f"{e['source']} ({for_option[e['option']]})", e["type"], e["summary"]] for e in evidence],
         )
-    else:
+    elif run.material.strip():
         lines.append("No sources were listed; the advocates argued from the run's material.")
+    else:
+        lines.append(
+            "No sources were listed and no material was given: the advocates argued from the options and the "
+            "criteria alone, and said so."
+        )
     lines += ["", "### Evidence Gaps", ""]
     lines += [f"- [ ] {md_line(g)}" for g in outcome.get("evidence_gaps", [])] or ["- None recorded."]
     lines += ["", f"<!-- {md_line(outcome.get('result_event', ''))} -->", ""]
@@ -282,5 +360,5 @@ def _decision_lines(run: Run, outcome: Mapping[str, Any]) -> list[str]:
         f"**Decided: {md_line(labels.get(human, human))}** — {md_line(stance)}; by {who}.",
     ]
     if getattr(run, "pick_reason", ""):
-        lines += ["", f"Reason: {md_line(run.pick_reason)}"]
+        lines += ["", f"Reason: {md_line(without_lead(run.pick_reason, 'reason'))}"]
     return [*lines, ""]

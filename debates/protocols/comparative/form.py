@@ -12,6 +12,8 @@ from django import forms
 from debates import demo
 from debates.protocols.comparative.protocol import (
     DECISION_TYPES,
+    ConfigError,
+    config_check,
     criteria_parse,
     criteria_text,
     default_criteria,
@@ -21,6 +23,19 @@ from debates.protocols.comparative.protocol import (
     stakeholders_parse,
 )
 from debates.protocols.form import FormSection
+
+# The form field each config setting comes from.
+SETTING_FIELDS = {
+    "option_a": "cmp_options",
+    "option_b": "cmp_options",
+    "options": "cmp_options",
+    "decision_type": "decision_type",
+    "criteria": "criteria",
+    "stakeholders": "stakeholders",
+    "evidence_gaps": "evidence_gaps",
+    "evidence_review": "evidence_review",
+    "mode": "cmp_mode",
+}
 
 
 class ComparativeForm(FormSection):
@@ -166,7 +181,34 @@ class ComparativeForm(FormSection):
             except ValueError as error:
                 self.form.add_error(name, str(error))
                 ok = False
-        return config if ok else None
+        if not ok:
+            return None
+        try:  # what the lines cannot show (too many criteria, two options that differ only in case, ...)
+            config_check(
+                {**config, "criteria": config.get("criteria") or default_criteria(config["decision_type"])}
+            )
+        except ConfigError as error:
+            field = self._field_of(error, config)
+            label = (
+                str(self.form.fields[field].label or field.replace("_", " ").capitalize()) if field else ""
+            )
+            message = str(error)
+            if label and message.startswith(f"{error.setting}:"):
+                message = f"{label}:{message.removeprefix(f'{error.setting}:')}"
+            self.form.add_error(field, message)
+            return None
+        return config
+
+    @staticmethod
+    def _field_of(error: ConfigError, config: Mapping[str, Any]) -> str | None:
+        """The form field a config error belongs next to (None: the form's own errors)."""
+        if error.setting == "evidence":
+            items = config.get("evidence") or []
+            option = (
+                items[error.index]["option"] if error.index is not None and error.index < len(items) else "A"
+            )
+            return {"A": "evidence_a", "B": "evidence_b"}.get(option, "evidence_both")
+        return SETTING_FIELDS.get(error.setting)
 
     def options(self, data: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
         options: dict[str, Any] = {"cps": data["sim_cps"]}

@@ -11,6 +11,7 @@ this module."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -152,6 +153,16 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", str(text)).strip().strip("\"'“”‘’").lower()
 
 
+class ConfigError(ValueError):
+    """A config refused in one line; `setting` is the top-level setting it is about ("criteria"), `index` the item of
+    a list setting when it is about one."""
+
+    def __init__(self, message: str, setting: str = "", index: int | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.index = index
+
+
 def default_criteria(decision_type: str) -> list[dict[str, str]]:
     return [
         {"name": n, "weight": w} for n, w in DEFAULT_CRITERIA.get(decision_type, DEFAULT_CRITERIA["vendor"])
@@ -165,24 +176,108 @@ def _cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.split("|")]
 
 
+# How a weight may be written: the seed's High/Medium/Low, its letters H/M/L, or the points 3/2/1.
+WEIGHT_SPELLINGS = {
+    **dict.fromkeys(("high", "h", "3"), "High"),
+    **dict.fromkeys(("medium", "med", "m", "2"), "Medium"),
+    **dict.fromkeys(("low", "l", "1"), "Low"),
+}
+WEIGHT_HELP = "use High, Medium or Low (or H/M/L, or 3/2/1)"
+
+
+def weight_read(value: Any) -> str | None:
+    """A weight as the config stores it (High, Medium or Low); None when `value` is no weight."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        value = str(int(value))
+    return WEIGHT_SPELLINGS.get(value.strip().lower()) if isinstance(value, str) else None
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A value as an error message quotes it: short, on one line."""
+    text = repr(value) if isinstance(value, str) else _compact(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _compact(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def criterion_line(line: str, where: str) -> dict[str, str]:
+    """One 'Criterion | High' line (the weight may be H/M/L or 3/2/1, and left out for Medium); the error names
+    `where` and the value that is wrong."""
+    cells = _cells(line)
+    name, weight = cells[0], (cells[1] if len(cells) > 1 else "Medium")
+    if not name or len(cells) > 2:
+        raise ValueError(f"{where}: write 'Criterion | High', 'Medium' or 'Low' (got {line.strip()!r})")
+    read = weight_read(weight)
+    if read is None:
+        raise ValueError(f"{where}: {name!r} has weight {weight!r}; {WEIGHT_HELP}")
+    return {"name": name[:120], "weight": read}
+
+
 def criteria_parse(text: str, label: str = "Criteria") -> list[dict[str, str]]:
-    """'Criterion | High/Medium/Low' (or H/M/L) per line; an error names the line."""
-    letters = {"h": "High", "high": "High", "m": "Medium", "medium": "Medium", "l": "Low", "low": "Low"}
+    """'Criterion | High/Medium/Low' (or H/M/L, or 3/2/1) per line; an error names the line and the value."""
     criteria: list[dict[str, str]] = []
     seen: set[str] = set()
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        cells = _cells(line)
-        name, weight = cells[0], (cells[1] if len(cells) > 1 else "Medium")
-        if not name or len(cells) > 2 or weight.lower() not in letters:
-            raise ValueError(
-                f"{label}, line {number}: write 'Criterion | High', 'Medium' or 'Low' (got {line!r})"
+        criterion = criterion_line(line, f"{label}, line {number}")
+        if _norm(criterion["name"]) in seen:
+            raise ValueError(f"{label}, line {number}: {criterion['name']!r} is listed twice")
+        seen.add(_norm(criterion["name"]))
+        criteria.append(criterion)
+    return criteria
+
+
+def criteria_read(value: Any) -> list[Any]:
+    """The config's `criteria` (from `run_debate --config`, the API or the form) with every weight spelt as the
+    config stores it: a list of {"name", "weight"} objects or of 'Criterion | High' lines, or the form's text.
+    A weight that is none of High/Medium/Low (H/M/L, 3/2/1) is refused in one line naming the criterion and the
+    value; anything else the model checks (config_error words its errors the same way)."""
+    if isinstance(value, str):
+        try:
+            return criteria_parse(value, "criteria")
+        except ValueError as error:
+            raise ConfigError(str(error), "criteria") from None
+    if not isinstance(value, list):
+        raise ConfigError(
+            f'criteria: give a list like [{{"name": "Cost", "weight": "High"}}], not {_shown(value)}',
+            "criteria",
+        )
+    criteria: list[Any] = []
+    for number, item in enumerate(value, start=1):
+        where = f"criteria: criterion {number}"
+        if isinstance(item, str):
+            try:
+                criteria.append(criterion_line(item, where))
+            except ValueError as error:
+                raise ConfigError(str(error), "criteria", number - 1) from None
+        elif isinstance(item, Mapping):
+            item = dict(item)
+            if "weight" in item:
+                weight = weight_read(item["weight"])
+                if weight is None:
+                    named = f" ({item['name']!r})" if isinstance(item.get("name"), str) else ""
+                    raise ConfigError(
+                        f"{where}{named} has weight {_shown(item['weight'])}; {WEIGHT_HELP}",
+                        "criteria",
+                        number - 1,
+                    )
+                item["weight"] = weight
+            criteria.append(item)
+        else:
+            raise ConfigError(
+                f'{where} should be an object like {{"name": "Cost", "weight": "High"}}, not {_shown(item)}',
+                "criteria",
+                number - 1,
             )
-        if _norm(name) in seen:
-            raise ValueError(f"{label}, line {number}: {name!r} is listed twice")
-        seen.add(_norm(name))
-        criteria.append({"name": name[:120], "weight": letters[weight.lower()]})
     return criteria
 
 
@@ -511,12 +606,20 @@ class Comparative(Protocol[ComparativeConfig]):
         return signals.arithmetic_mismatches(outcome)
 
     def prepare(self, config: dict[str, Any], kb: Any) -> dict[str, Any]:
+        """The config as given (the form, `run_debate --config`, the API) made whole: `options` as A and B, the
+        criteria's weights spelt High/Medium/Low, the decision type's criteria when none are given, the KB as a
+        source. Whatever is wrong is refused in one line naming the setting and the value."""
         config = dict(config)
         options = config.pop("options", None)
         if options is not None:
-            listed = (
-                options_triage(options) if isinstance(options, str) else [str(o).strip() for o in options]
-            )
+            if isinstance(options, str):
+                listed = options_triage(options)
+            elif isinstance(options, list):
+                listed = [str(o).strip() for o in options if str(o).strip()]
+            else:
+                raise ValueError(
+                    f'options: give the two options as a list, e.g. ["PostgreSQL", "MongoDB"], not {_shown(options)}'
+                )
             if len(listed) != 2:  # seed 003: more than two options are triaged to two first
                 raise ValueError(
                     f"options: a comparison takes exactly two options; {len(listed)} were given "
@@ -527,7 +630,9 @@ class Comparative(Protocol[ComparativeConfig]):
             raise ValueError(
                 'options: name the two options to compare, e.g. {"options": ["PostgreSQL", "MongoDB"]}'
             )
-        if not config.get("criteria"):
+        if config.get("criteria"):
+            config["criteria"] = criteria_read(config["criteria"])
+        else:
             config["criteria"] = default_criteria(str(config.get("decision_type") or "vendor"))
         if kb is not None:
             evidence = list(config.get("evidence") or [])
@@ -541,6 +646,7 @@ class Comparative(Protocol[ComparativeConfig]):
                     }
                 )
             config["evidence"] = evidence
+        config_check(config)  # a bad setting is refused here in one line, not in pydantic's report
         return config
 
     def seats(self, config: ComparativeConfig) -> list[SeatSpec]:
@@ -1198,5 +1304,73 @@ def result_event(outcome: Mapping[str, Any]) -> str:
     )
 
 
-def config_error(error: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors())
+# The settings of each part of the config, named when an unknown one is given.
+_SETTINGS: dict[str, type[BaseModel]] = {
+    "": ComparativeConfig,
+    "criteria": CriterionConfig,
+    "stakeholders": StakeholderConfig,
+    "evidence": schema.EvidenceItem,
+}
+_ITEM = {"criteria": "criterion", "stakeholders": "stakeholder", "evidence": "source", "evidence_gaps": "gap"}
+
+
+def _config_path(loc: Sequence[Any], config: Mapping[str, Any]) -> str:
+    """Where a config error is, in the words of the config: "criteria: criterion 2 ('Risk') weight"."""
+    parts = [str(p) for p in loc]
+    if len(loc) >= 2 and isinstance(loc[1], int) and str(loc[0]) in _ITEM:
+        items = config.get(str(loc[0]))
+        item = items[loc[1]] if isinstance(items, list) and 0 <= loc[1] < len(items) else None
+        named = ""
+        if isinstance(item, Mapping) and isinstance(item.get("name") or item.get("source"), str):
+            named = f" ({item.get('name') or item.get('source')!r})"
+        where = f"{loc[0]}: {_ITEM[str(loc[0])]} {loc[1] + 1}{named}"
+        return " ".join([where, *parts[2:]])
+    return ".".join(parts)
+
+
+def config_error(error: ValidationError, config: Mapping[str, Any] | None = None) -> str:
+    """A config's validation errors in one line, each naming the setting and the value (not pydantic's report)."""
+    config = config or {}
+    lines = []
+    for e in error.errors():
+        loc, kind, ctx, given = e["loc"], e["type"], e.get("ctx") or {}, e.get("input")
+        path = _config_path(loc, config)
+        if kind == "literal_error":
+            text = f"{path}: {_shown(given)} is not one of {ctx.get('expected', '')}"
+        elif kind == "extra_forbidden":
+            model = _SETTINGS.get(str(loc[0]) if len(loc) > 1 else "")
+            settings = [
+                *(["options"] if model is ComparativeConfig else []),
+                *(model.model_fields if model else []),
+            ]
+            known = f" (the settings are {', '.join(settings)})" if settings else ""
+            text = f"{path}: no such setting{known}"
+        elif kind == "missing":
+            text = f"{path}: missing"
+        elif kind == "too_long":
+            text = f"{path}: at most {ctx.get('max_length')} allowed, {ctx.get('actual_length')} given"
+        elif kind == "too_short":
+            text = f"{path}: at least {ctx.get('min_length')} needed, {ctx.get('actual_length')} given"
+        elif kind == "string_too_long":
+            text = f"{path}: at most {ctx.get('max_length')} characters, {len(str(given))} given"
+        elif kind == "string_too_short":
+            text = f"{path}: must not be empty"
+        elif kind == "value_error":  # the model's own checks name their setting
+            text = str(ctx.get("error") or e["msg"].removeprefix("Value error, "))
+        else:
+            text = f"{path}: {e['msg'][:1].lower()}{e['msg'][1:]} (got {_shown(given)})"
+        lines.append(text)
+    more = f" (and {len(lines) - 3} more)" if len(lines) > 3 else ""
+    return "; ".join(lines[:3]) + more
+
+
+def config_check(config: Mapping[str, Any]) -> ComparativeConfig:
+    """`config` validated, or a ConfigError of one line naming the setting and the value."""
+    try:
+        return ComparativeConfig.model_validate(config)
+    except ValidationError as error:
+        message = config_error(error, config)
+        loc = error.errors()[0]["loc"]
+        setting = str(loc[0]) if loc else message.split(":", 1)[0]
+        index = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else None
+        raise ConfigError(message, setting, index) from None

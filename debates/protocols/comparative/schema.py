@@ -199,8 +199,16 @@ class WeightedRow(_Strict):
 
 
 class DecisionConditions(_Strict):
-    choose_a_if: list[str] = stated(minItems=CONDITIONS[0], maxItems=CONDITIONS[1])
-    choose_b_if: list[str] = stated(minItems=CONDITIONS[0], maxItems=CONDITIONS[1])
+    choose_a_if: list[str] = stated(
+        minItems=CONDITIONS[0],
+        maxItems=CONDITIONS[1],
+        description='Each condition as the words after "Choose A if" (the platform writes that lead-in).',
+    )
+    choose_b_if: list[str] = stated(
+        minItems=CONDITIONS[0],
+        maxItems=CONDITIONS[1],
+        description='Each condition as the words after "Choose B if" (the platform writes that lead-in).',
+    )
 
 
 class KeyRisk(_Strict):

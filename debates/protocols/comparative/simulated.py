@@ -132,10 +132,12 @@ RISKS = {
 }
 TRADE_OFF = {
     "A": "The claim counts the speed of the first 6-12 months on {criterion} and ignores what that shortcut "
-    "costs in years two and three, when {name}'s position keeps improving.",
+    "costs in years two and three, when {name_poss} position keeps improving.",
     "B": "The claim counts a 2-3 year upside on {criterion} and ignores the price of getting there: migration "
     "and learning in the next 6-12 months, which {name} avoids.",
 }
+# Said plainly by an advocate with nothing to cite: no material and no evidence base were given.
+NO_GROUNDS = "No material or evidence was given for this decision, so this rests on the lens alone."
 MITIGATIONS = (
     "Run a time-boxed pilot on {criterion} with an exit checkpoint before the full commitment.",
     "Set a measurable {criterion} target for the first two quarters and review it with the decision owner.",
@@ -256,6 +258,8 @@ def _opening(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     if request.options.get("hedge") and option == "B":
         hedge_target = min(criteria, key=lambda c: (c["points"], -criteria.index(c)))["name"]
 
+    # No material and no evidence base: the case rests on the run's own options and criteria, and says so.
+    bare = not evidence and not request.view.material.strip()
     arguments = []
     for number, criterion in enumerate(criteria, start=1):
         label = criterion["name"]
@@ -273,6 +277,8 @@ def _opening(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         else:
             claim = rng.choice(THIN_CLAIMS[option]).format(name=name, criterion=label)
             why = THIN_WHY[option].format(name=name, criterion=label) + f" {gain}"
+            if bare:
+                why += f" {NO_GROUNDS}"
         if sentence:
             why += f" The material agrees: “{_cut(sentence, 300)}”"
         if label == hedge_target:
@@ -282,6 +288,11 @@ def _opening(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
                 f"{_poss(other_name)} own source ({theirs[0]['source']}: {_fact(theirs[0]['summary'], 20)})"
             )
             falls = f"{short} is no answer: {THEIRS_CRITIQUE[option]}."
+        elif bare:
+            falls = (
+                f"Nothing given for this decision shows {other_name} delivering on {label} either; its advocates "
+                f"will have to argue it from assertion, and {HORIZON[option]} is where that gap shows."
+            )
         else:
             falls = (
                 f"Nothing in the evidence base shows {other_name} delivering on {label}; its advocates will have "
@@ -331,20 +342,21 @@ def _opening(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         known = "; ".join(
             [person.get("confidence", "inferred")] + ([notes] if notes and _hedge_free(notes) else [])
         )
+        # Addressed in the second person: the brief and the page show each response behind the stakeholder's name.
         if _prefers(position, other, other_name) and not _prefers(position, option, name):
             response = (
-                f"{who} prefers {other_name} ({known}), and that preference is understandable. {who} should "
-                f"reconsider: {best['claim']} {rng.choice(LENS_GAIN[option])}"
+                f"Your preference for {other_name} ({known}) is understandable, and worth reconsidering: "
+                f"{best['claim']} {rng.choice(LENS_GAIN[option])}"
             )
         elif _prefers(position, option, name):
             response = (
-                f"{_poss(who)} support for {name} ({known}) is borne out by the evidence: {best['claim']} "
+                f"Your support for {name} ({known}) is borne out by the evidence: {best['claim']} "
                 f"We will hold {name} to that over {HORIZON[option]}."
             )
         else:
             stated = f" ({_cut(position, 120)})" if position and _hedge_free(position) else ""
             response = (
-                f"{who} has no stated preference between the two{stated}. What matters to {who} is what happens "
+                f"You have stated no preference between the two{stated}. What matters to you is what happens "
                 f"over {HORIZON[option]}: {best['claim']}"
             )
         stakeholders.append({"stakeholder": who, "response": _cut(response, 800)})
@@ -358,6 +370,8 @@ def _opening(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             _sentence(
                 f"The strongest evidence is {strongest['source']}: {_fact(strongest['summary'], 22)}"
                 if strongest
+                else f"With no material and no evidence given, this case rests on {proto.LENS_SHORT[option]} alone"
+                if bare
                 else f"{name} is built for {HORIZON[option]}, which is the horizon this decision turns on"
             ),
             _sentence(f"{risks[0]['risk'].rstrip('.')}, so choose {name}"),
@@ -414,7 +428,7 @@ def _rebuttal(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
                     f"{label}: the step from that fact to the conclusion is never argued."
                 )
             else:
-                why = TRADE_OFF[option].format(criterion=label, name=name)
+                why = TRADE_OFF[option].format(criterion=label, name=name, name_poss=_poss(name))
         if mine:
             counter = f"{mine[0]['source']} ({mine[0]['type']}): {_cut(mine[0]['summary'], 600)}"
             if len(mine) > 1:
@@ -550,9 +564,9 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
                 score = max(1, score - 1)
                 text = f"{names[option]} has {basis}, and its claim {arg['id']} collapsed under rebuttal"
             elif arg is not None and arg["evidence"]:
-                text = f"{names[option]}'s claim {arg['id']} rests on {basis}"
+                text = f"{_poss(names[option])} claim {arg['id']} rests on {basis}"
             else:
-                text = f"{names[option]}'s claim {arg['id'] if arg else ''} is asserted without evidence; {basis}"
+                text = f"{_poss(names[option])} claim {arg['id'] if arg else ''} is asserted without evidence; {basis}"
             per[option], why[option] = score, _sentence(text)
             strength[option] = (len(arg["evidence"]) if arg else 0) - (2 if key in collapsed[option] else 0)
         if missing:
@@ -667,15 +681,13 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             for s in scores
             if s[f"score_{option.lower()}"] > s[f"score_{proto.OTHER[option].lower()}"]
         ]
-        items = [f"Choose {names[option]} if {c} weighs more than this scorecard assumes." for c in ahead[:2]]
+        # Each condition is what follows "Choose <option> if", which the brief and the page write themselves.
+        items = [f"{c} weighs more than this scorecard assumes." for c in ahead[:2]]
         items.append(
-            f"Choose {names[option]} if {HORIZON[option]} matters more to the organisation than "
-            f"{HORIZON[proto.OTHER[option]]}."
+            f"{HORIZON[option]} matters more to the organisation than {HORIZON[proto.OTHER[option]]}."
         )
         if len(items) < 2:
-            items.append(
-                f"Choose {names[option]} if new evidence closes its gaps on the High-weight criteria."
-            )
+            items.append("new evidence closes its gaps on the High-weight criteria.")
         conditions[option] = items[:3]
     questions = [
         _cut(f"What would close this gap: {gap_text.rstrip('.?')}?", 400)
@@ -741,8 +753,15 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         f"Recommend {names[pick]} for this decision: it scores {max(total_a, total_b)} against "
         f"{min(total_a, total_b)} on the weighted scorecard ({gap} % apart)",
         rounds,
-        f"The widest gap is on {widest['criterion']} ({widest['score_a']} against {widest['score_b']})",
+        f"The widest gap is on {widest['criterion']} ({widest['score_a']} against {widest['score_b']})"
+        if widest["score_a"] != widest["score_b"]
+        else "The two options score level on every criterion",
     ]
+    if not evidence and not sentences:
+        summary.append(
+            "No material and no sources were given for this decision, so every score rests on the advocates' "
+            "unsupported assertions"
+        )
     if missing and mode != "single":
         summary.append(
             f"{' and '.join(names[o] for o in sorted(missing))} had no advocate and was scored from the evidence alone"

@@ -2,7 +2,8 @@
 and flags what no schema can check, never refusing it. A text is stripped and flagged when empty, a confidence
 outside 0-1 is clamped and flagged, a list longer than its schema states keeps its first items, an agent named
 twice where once is meant is kept once; a self-challenge, a reply that neither challenges nor defends, a
-low-confidence verdict without dissent and an option listed twice are flagged. Every function takes the answer
+low-confidence verdict without dissent and an option listed twice are flagged; the judge's unresolved items
+are emptied (and flagged) when no agent raised a challenge in Round 3. Every function takes the answer
 as `model_dump(mode="json")` and appends its flags to `flags`."""
 
 from __future__ import annotations
@@ -164,8 +165,9 @@ def accept_reply(answer: Mapping[str, Any], flags: list[Flag], *, own: str) -> d
     }
 
 
-def accept_cross_exam(answer: Mapping[str, Any], flags: list[Flag]) -> dict[str, Any]:
-    """The judge's synthesis of the replies."""
+def accept_cross_exam(answer: Mapping[str, Any], flags: list[Flag], *, challenged: bool) -> dict[str, Any]:
+    """The judge's synthesis of the replies. `challenged`: whether any Round 3 reply raised a challenge; when none
+    did, nothing new was raised and `unresolved` is empty (the seed's rule), whatever the judge listed there."""
     challenges = []
     listed = at_most(answer["challenges"], schema.MAX_JUDGE_CHALLENGES, "challenges", flags, "challenges")
     for n, challenge in enumerate(listed):
@@ -197,13 +199,19 @@ def accept_cross_exam(answer: Mapping[str, Any], flags: list[Flag]) -> dict[str,
             at_most(answer["rebuttals"], schema.MAX_REBUTTALS, "rebuttals", flags, "rebuttals")
         )
     ]
-    return {
-        "challenges": challenges,
-        "rebuttals": rebuttals,
-        "unresolved": _texts(
-            answer["unresolved"], "unresolved", flags, "unresolved item", schema.MAX_UNRESOLVED
-        ),
-    }
+    unresolved = _texts(answer["unresolved"], "unresolved", flags, "unresolved item", schema.MAX_UNRESOLVED)
+    if unresolved and not challenged:
+        flags.append(
+            Flag(
+                "unresolved_without_challenge",
+                "unresolved",
+                f"No agent raised a new challenge in Round 3, so nothing is unresolved; the judge's "
+                f"{len(unresolved)} unresolved item{'' if len(unresolved) == 1 else 's'} "
+                f"({'; '.join(unresolved)[:300]}) dropped.",
+            )
+        )
+        unresolved = []
+    return {"challenges": challenges, "rebuttals": rebuttals, "unresolved": unresolved}
 
 
 # --- R4 ----------------------------------------------------------------------------------------------------

@@ -6,10 +6,13 @@ JSON with `artifact_type`, `schema_version` "1.0", `round_number` and `created_a
     round-3-cross_exam.json            the judge's cross-examination synthesis
     round-4-verdict.json               the verdict (converge or explore form)
     consultation.json                  the state machine's snapshot: consultation_id, current_state, current_round,
-                                       is_terminal and every transition {from, to, timestamp, reason}
+                                       is_terminal and every transition {from, to, timestamp, reason}, and the
+                                       cost gate's answer (user_consent: approved, auto_approved)
 
 The artifacts are the ones validated and stored (in `round_artifact` events) when each round committed; nothing
-is rebuilt at export time, so the files are what the run recorded."""
+is rebuilt at export time, so the files are what the run recorded, with one exception: a verdict recorded
+without `dissent` (an explore verdict of a run from before it was always written) is exported with an empty one,
+since the seed's importer reads `dissent` on every verdict and fails without it."""
 
 from __future__ import annotations
 
@@ -37,6 +40,11 @@ class ArtifactsUnavailable(ExportUnavailable):
     pass
 
 
+def consultation_id(run_id: int) -> str:
+    """The seed's `consultation_id` of a run: its id, as text (the snapshot and every round artifact event)."""
+    return str(run_id)
+
+
 def artifact_filename(event: dict[str, Any]) -> str:
     round_number, artifact_type = event.get("round_number"), event.get("artifact_type")
     if artifact_type == "independent":
@@ -60,7 +68,7 @@ def consultation_snapshot(run: Run) -> dict[str, Any]:
     current = str(transitions[-1]["to"]) if transitions else "idle"
     outcome = run.outcome if isinstance(run.outcome, dict) else {}
     return {
-        "consultation_id": str(run.pk),
+        "consultation_id": consultation_id(run.pk),
         "question": run.topic,
         "mode": run.config.get("mode", "converge"),
         "agents": [
@@ -77,7 +85,26 @@ def consultation_snapshot(run: Run) -> dict[str, Any]:
         "early_termination": bool((outcome.get("early_termination") or {}).get("terminate")),
         "abort_reason": outcome.get("reason") if outcome.get("status") == "aborted" else None,
         "warnings": outcome.get("warnings", []),
+        "user_consent": user_consent(run),
         "schema_version": "1.0",
+    }
+
+
+def user_consent(run: Run) -> dict[str, Any] | None:
+    """The cost gate's answer as the seed's `consultation:user_consent` gives it (approved, auto_approved), with
+    the estimate and the threshold it was weighed against; None before an answer (or without an estimate).
+    auto_approved: the estimate was not above the threshold, so no one was asked."""
+    if run.estimate_usd is None or run.consent not in {"auto", "approved", "declined"}:
+        return None
+    estimated = (
+        run.events.filter(kind="cost_estimated").order_by("-seq").values_list("payload", flat=True).first()
+        or {}
+    )
+    return {
+        "approved": run.consent in {"auto", "approved"},
+        "auto_approved": run.consent == "auto",
+        "estimate_usd": str(run.estimate_usd),
+        "threshold_usd": estimated.get("threshold"),
     }
 
 
@@ -87,8 +114,11 @@ def consultation_artifacts(run: Run) -> dict[str, dict[str, Any]]:
         raise ArtifactsUnavailable(ARTIFACTS_REFUSAL.format(pk=run.pk, protocol=run.protocol))
     files: dict[str, dict[str, Any]] = {}
     for payload in run.events.filter(kind="round_artifact").order_by("seq").values_list("payload", flat=True):
-        if payload.get("artifact"):
-            files[artifact_filename(payload)] = payload["artifact"]
+        artifact = payload.get("artifact")
+        if artifact:
+            if artifact.get("artifact_type") == "verdict" and "dissent" not in artifact:
+                artifact = {**artifact, "dissent": []}
+            files[artifact_filename(payload)] = artifact
     files["consultation.json"] = consultation_snapshot(run)
     return files
 

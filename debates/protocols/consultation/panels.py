@@ -67,8 +67,8 @@ def consultation_states(run: Run) -> dict[str, Any]:
 
 @register.simple_tag
 def consultation_panel(run: Run) -> dict[str, Any]:
-    """Everything the consultation's side panel shows: states, the estimate and its 150 % limit, the warnings
-    recorded with the round artifacts, and the artifacts recorded so far."""
+    """Everything the consultation's side panel shows: states, the estimate, the cost gate's answer and the 150 %
+    limit, the warnings recorded with the round artifacts, and the artifacts recorded so far."""
     panel = consultation_states(run)
     artifacts = list(
         run.events.filter(kind="round_artifact").order_by("seq").values_list("payload", flat=True)
@@ -80,6 +80,7 @@ def consultation_panel(run: Run) -> dict[str, Any]:
             "threshold": config.consensus_threshold,
             "auto_approve_under": Consultation.threshold(config),
             "estimate": run.estimate_usd,
+            "consent": run.consent,
             "limit": run.estimate_usd * COST_ABORT_RATIO if run.estimate_usd is not None else None,
             "nominal": bool((run.estimate or {}).get("nominal_model")),
             "warnings": [w for a in artifacts for w in a.get("warnings", [])],

@@ -11,8 +11,11 @@ the human may pick.
 The seed's 9-state machine is this module's own (`STATES`, `ALLOWED`, `transition`): every change is recorded
 by the engine as a `state` event with from / to / reason and its time (Protocol.states). The cost estimate and
 the consent gate are the engine's (services._consent_gate), with this protocol's own auto-approve amount; the
-plan aborts when the actual cost goes past 150 % of the estimate. Each round's artifact is built in the seed's
-snake_case form, validated and stored in a `round_artifact` event when the round's turn commits.
+states say how the estimate was approved (automatically under the threshold, by a moderator, or when the run was
+started); the plan aborts when the actual cost goes past 150 % of the estimate. Each round's artifact is built in
+the seed's snake_case form, validated and stored in a `round_artifact` event with the consultation id (the seed's
+`consultation:round_artifact`) when the round's turn commits. When no agent raises a challenge in Round 3, the
+judge's `unresolved` is emptied (the seed's rule).
 
 Each step's schema names only the agents who gave a Round 1 position (enums, one schema per round); what no
 schema can check (an empty text, a self-challenge, a reply without a defense, a low-confidence verdict without
@@ -272,6 +275,33 @@ def early_termination(
             f"{threshold:.2f}, and the consensus is not rubber-stamped."
         )
     return check
+
+
+def consent_reasons(consent: str, state: str, estimate: Decimal, threshold: Decimal) -> tuple[str, str]:
+    """Why the consultation enters awaiting_consent and then independent, from the cost gate's answer (the
+    engine's: auto, approved, required, declined) and the state recorded so far. Under the threshold the run is
+    approved automatically, whoever started it; above it, consent given when the run was started (run_debate
+    --yes, a demo) is not a moderator's, which is given while the run waits in awaiting_consent."""
+    under = "under" if estimate < threshold else "at"
+    if consent == "auto":
+        return (
+            f"Estimated ${estimate:.4f}, {under} the ${threshold:.2f} threshold: approved automatically, "
+            "no consent asked.",
+            f"Approved automatically: the estimate ${estimate:.4f} is {under} the threshold ${threshold:.2f}.",
+        )
+    above = f"Estimated ${estimate:.4f}, above the ${threshold:.2f} approved automatically"
+    if consent == "approved" and state != "awaiting_consent":
+        return (
+            f"{above}: consent was given when the run was started.",
+            f"Approved when the run was started, without a moderator: the estimate ${estimate:.4f} is above the "
+            f"threshold ${threshold:.2f}.",
+        )
+    return (
+        f"{above}: this one waits for a moderator's consent.",
+        f"A moderator approved the estimated ${estimate:.4f} (above the threshold ${threshold:.2f})."
+        if consent == "approved"
+        else "Started.",
+    )
 
 
 def cost_exceeded(view: RunView) -> str:
@@ -617,16 +647,7 @@ class Consultation(Protocol[ConsultationConfig]):
             estimated = "No priced model: there is no estimate to approve."
             started = "Started without consent: no estimate."
         else:
-            estimated = f"Estimated ${estimate:.4f}; runs up to ${threshold:.2f} are approved automatically"
-            estimated += (
-                " — this one waits for a moderator's consent."
-                if view.consent in {"required", "approved", "declined"}
-                else "."
-            )
-            started = {
-                "auto": f"Approved automatically: ${estimate:.4f} is within ${threshold:.2f}.",
-                "approved": f"A moderator approved the estimated ${estimate:.4f}.",
-            }.get(view.consent, "Started.")
+            estimated, started = consent_reasons(view.consent, view.state, estimate, threshold)
         return {
             "estimating": f"Consultation of {agents} agents created ({config.mode} mode): estimating its cost.",
             "awaiting_consent": estimated,
@@ -659,7 +680,8 @@ class Consultation(Protocol[ConsultationConfig]):
         elif step.task == "cross_exam":
             answer = accept_reply(answer, flags, own=view.seats[step.seat].name)
         elif step.task == "cross_exam_judge":
-            answer = accept_cross_exam(answer, flags)
+            replies = step.context.get("replies") or []
+            answer = accept_cross_exam(answer, flags, challenged=any(r.get("challenges") for r in replies))
         elif step.task == "verdict":
             answer = accept_verdict(answer, flags)
         return Accepted(answer, tuple(flags))
@@ -672,6 +694,7 @@ class Consultation(Protocol[ConsultationConfig]):
         round_number, artifact_type = ARTIFACT_TYPES[step.task]
         created_at = timezone.now().isoformat()
         event: dict[str, Any] = {
+            "consultation_id": exports.consultation_id(effects.run_id),
             "round_number": round_number,
             "artifact_type": artifact_type,
             "turn": step.key,

@@ -19,7 +19,8 @@ shape, used by the artifacts.
 
 The artifacts are the seed's exported form: `artifact_type`, `schema_version` "1.0", `round_number`, `created_at`
 (ISO-8601 with a `T`) around the round's fields; they are validated when a round commits and exported by
-`export_run --format artifacts`."""
+`export_run --format artifacts`. Every verdict, explore ones included, carries `dissent` (empty when there is
+none): the seed's importer reads it on every verdict."""
 
 from __future__ import annotations
 
@@ -404,4 +405,7 @@ class VerdictExploreArtifact(_Artifact):
     synergies: list[str]
     confidence: float = Field(ge=0.0, le=1.0)
     summary: str
+    # The explore judge names no dissent (a menu has no minority), but the seed's importer reads `dissent` on every
+    # verdict (ArtifactTransformer.verdictFromJSON maps it unconditionally): always written, empty when none.
+    dissent: list[Dissent] = Field(default_factory=list)
     analysis: str | None = Field(default=None, alias="_analysis")

@@ -6,7 +6,13 @@ judge's synthesis finds the point every agent cited as consensus, the stances th
 as judges do — lists one agent's lone concern as a "tension" with a single viewpoint (which the protocol drops
 with a warning); in R3 the sceptics challenge the consensus and the proponents defend; the verdict follows the
 majority with the minority's dissent (converge) or lays out one option per stance (explore). `Run.backend_options`
-switches the branches that matter for early termination:
+switches the branches that matter for early termination.
+
+They argue about the run's own topic from the run's own material. A run without material gets no stand-in facts:
+every agent says plainly that none was supplied, reasons about the topic from general experience at a lower
+confidence, and the synthesis, cross-examination and verdict say so too.
+
+The branches:
 
     {"consensus": "mixed"          # default: real tensions, mean confidence well under 0.90, all four rounds
                  | "strong"        # agreement at ~0.94 with one agent at 0.82: converge mode stops after R2
@@ -26,6 +32,7 @@ from debates.agents.simulated import material_sentences
 
 PROCEED, CONDITIONS, HOLD = "proceed", "conditions", "hold"
 ANCHOR_LEAD = "The material is clear on this: "
+NO_MATERIAL_DISCOUNT = 0.15  # mixed mode: what an agent takes off its confidence when there is no material
 STANCE_ORDER = (PROCEED, CONDITIONS, HOLD)
 MARKERS = {HOLD: "Not yet", CONDITIONS: "Yes, but only with safeguards"}
 OPTION_NAMES = {
@@ -33,6 +40,39 @@ OPTION_NAMES = {
     PROCEED: "Go ahead now",
     HOLD: "Wait and gather evidence",
 }
+
+
+def _subject(topic: str) -> str:
+    """The run's topic, quoted, as the agents refer to it."""
+    return f"“{' '.join(str(topic).split()) or 'the question'}”"
+
+
+def _has_material(request: AgentRequest) -> bool:
+    return bool(request.view.material.strip())
+
+
+def _no_material(topic: str) -> list[str]:
+    """What an agent can honestly say about the topic when the run has no material: that there is none, and what
+    the decision would need."""
+    subject = _subject(topic)
+    return [
+        f"No material was supplied on {subject}, so this rests on general experience, not on evidence.",
+        "Nothing supplied measures what the decision would cost or gain in this case.",
+        "Whether the answer fits depends on facts nobody has supplied yet: the people, the constraints, the risks.",
+        "Those affected will weigh the near-term disruption against the long-term gain differently.",
+    ]
+
+
+def _grounds(request: AgentRequest) -> list[str]:
+    """The sentences an agent argues from: the material's, or — without material — plain statements about the
+    topic that say there is none (never another debate's facts)."""
+    if _has_material(request):
+        return material_sentences(request.view.material)
+    return _no_material(request.view.topic)
+
+
+def _unlead(key_point: Any) -> str:
+    return str(key_point).removeprefix(ANCHOR_LEAD)
 
 
 def _short(sentence: str, words: int = 16) -> str:
@@ -88,14 +128,21 @@ def _independent(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     name = str(context.get("name", ""))
     index = agents.index(name) if name in agents else 0
     mode = _mode(request)
-    sentences = material_sentences(request.view.material)
+    grounded = _has_material(request)
+    subject = _subject(request.view.topic)
+    sentences = _grounds(request)
     anchor = _anchor(sentences)
     others = [s for s in sentences if s != anchor] or [anchor]
     lens = _lens(str(context.get("lens", "")))
+    lead = ANCHOR_LEAD if grounded else ""  # without material the first point says so itself
     if mode == "rubber_stamp":  # everyone says the same thing, in the same words, very sure
         picked = others[:2]
-        position = f"Yes: go ahead. {_short(anchor)}, and nothing in the material argues against it."
-        key_points = [f"{ANCHOR_LEAD}{anchor}"] + [f"{_short(s)}." for s in picked]
+        position = (
+            f"Yes: go ahead. {_short(anchor)}, and nothing in the material argues against it."
+            if grounded
+            else "Yes: go ahead. No material was supplied, and nothing argues against it."
+        )
+        key_points = [f"{lead}{anchor}"] + [f"{_short(s)}." for s in picked]
         confidence = round(0.9 + 0.05 * rng.random(), 2)
     else:
         picked = rng.sample(others, min(2, len(others)))
@@ -110,19 +157,34 @@ def _independent(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
                 f"{MARKERS[CONDITIONS]}: the case is sound, but “{_short(picked[0], 12)}” has to be addressed "
                 f"first from the {lens} side."
             )
-        else:
+        elif grounded:
             position = f"Yes: go ahead. Seen from {lens}, {_lower(_short(anchor, 14))} outweighs the risks."
-        key_points = [f"{ANCHOR_LEAD}{anchor}"] + [f"From the {lens} side: {_short(s)}." for s in picked]
+        else:
+            position = (
+                f"Yes: go ahead. From the {lens} side nothing argues against it, though with no material this "
+                "is judgement, not evidence."
+            )
+        key_points = [f"{lead}{anchor}"] + [f"From the {lens} side: {_short(s)}." for s in picked]
         base = {PROCEED: 0.78, CONDITIONS: 0.72, HOLD: 0.66}[stance]
         if mode == "strong":
             base = 0.82 if index == 0 else 0.88
+        elif not grounded:
+            base -= NO_MATERIAL_DISCOUNT
         confidence = round(min(0.97, base + 0.04 * rng.random()), 2)
-    rationale = (
-        f"I read the question “{request.view.topic}” through {lens}. The material's firmest fact is this: "
-        f"“{anchor}”\n\n"
-        + " ".join(f"It also says: “{s}”" for s in picked)
-        + f"\n\nWeighing these, my answer is the position above, held at a confidence of {confidence:.2f}."
-    )
+    if grounded:
+        rationale = (
+            f"I read the question {subject} through {lens}. The material's firmest fact is this: “{anchor}”\n\n"
+            + " ".join(f"It also says: “{s}”" for s in picked)
+            + f"\n\nWeighing these, my answer is the position above, held at a confidence of {confidence:.2f}."
+        )
+    else:
+        rationale = (
+            f"I read the question {subject} through {lens}. No material was supplied, so I cite nothing: "
+            "what follows is general experience, and it should be weighed as such.\n\n"
+            + " ".join(f"“{s}”" for s in picked)
+            + f"\n\nMy answer is the position above, held at a confidence of only {confidence:.2f} for want of "
+            "evidence."
+        )
     return {
         "position": position,
         "key_points": key_points,
@@ -142,11 +204,15 @@ def _synthesis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     by_stance: dict[str, list[Mapping[str, Any]]] = {s: [] for s in STANCE_ORDER}
     for p in positions:
         by_stance[stance_of(p["position"])].append(p)
-    anchor = str(positions[0]["key_points"][0]).removeprefix(ANCHOR_LEAD) if positions else "the material"
+    grounded = _has_material(request)
+    subject = _subject(request.view.topic)
+    anchor = _unlead(positions[0]["key_points"][0]) if positions else "the material"
     shared_confidence = {"mixed": 0.8, "strong": 0.95, "rubber_stamp": 0.96}[mode]
     consensus = [
         {
-            "point": f"Every agent starts from the same fact: {anchor}",
+            "point": f"Every agent starts from the same fact: {anchor}"
+            if grounded
+            else f"No material was supplied on {subject}: every agent argues from general experience.",
             "supporting_agents": names,
             "confidence": shared_confidence,
         }
@@ -209,8 +275,9 @@ def _synthesis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
 
 
 def _fresh(request: AgentRequest, cited: str) -> str:
-    sentences = [s for s in material_sentences(request.view.material) if s not in cited]
-    return sentences[-1] if sentences else material_sentences(request.view.material)[0]
+    grounds = _grounds(request)
+    sentences = [s for s in grounds if s not in cited]
+    return sentences[-1] if sentences else grounds[0]
 
 
 def _cross_exam(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
@@ -263,7 +330,10 @@ def _cross_exam(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             challenges.append(
                 {
                     "target_agent": opponents[0],
-                    "challenge_point": f"{opponents[0]} treats the risk as settled; the material does not.",
+                    "challenge_point": f"{opponents[0]} treats the risk as settled; "
+                    + (
+                        "the material does not." if _has_material(request) else "nothing supplied settles it."
+                    ),
                     "evidence": [fresh],
                 }
             )
@@ -280,7 +350,11 @@ def _cross_exam(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
                 {
                     "target_agent": opponents[0],
                     "challenge_point": f"Going ahead without safeguards, as {opponents[0]} proposes, repeats "
-                    "the mistake the material warns about.",
+                    + (
+                        "the mistake the material warns about."
+                        if _has_material(request)
+                        else "a bet that no evidence supports either way."
+                    ),
                     "evidence": [fresh],
                 }
             )
@@ -291,7 +365,9 @@ def _cross_exam(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             "revised_position": "Yes, with the safeguards named as preconditions of each stage.",
         }
     return {
-        "critique": "The consensus matches the strongest evidence in the material.",
+        "critique": "The consensus matches the strongest evidence in the material."
+        if _has_material(request)
+        else "With no material, the consensus is as good as the panel's judgement, and no better.",
         "challenges": [],
         "defense": f"The case for going ahead stands: {_short(own.get('key_points', [''])[0])}",
         "revised_position": "",
@@ -329,23 +405,27 @@ def _verdict(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     context = request.step.context
     positions: list[Mapping[str, Any]] = list(context.get("positions") or [])
     stances = {str(p["agent"]): stance_of(str(p["position"])) for p in positions}
-    anchor = (
-        str(positions[0]["key_points"][0]).removeprefix(ANCHOR_LEAD)
-        if positions
-        else "The material is the only evidence."
-    )
+    anchor = _unlead(positions[0]["key_points"][0]) if positions else "The material is the only evidence."
+    grounded = _has_material(request)
+    subject = _subject(request.view.topic)
     unresolved = list(context.get("unresolved") or [])
     challenges = list(context.get("challenges") or [])
     if context.get("mode") == "explore":
-        return _explore(positions, stances, challenges, anchor)
+        return _explore(positions, stances, challenges, anchor, subject=subject, grounded=grounded)
     counts = {s: sum(1 for v in stances.values() if v == s) for s in STANCE_ORDER}
     go = counts[PROCEED] + counts[CONDITIONS]
     majority = (CONDITIONS if counts[CONDITIONS] or counts[HOLD] else PROCEED) if go >= counts[HOLD] else HOLD
-    recommendation = {
-        PROCEED: f"Go ahead, on the strength of the firmest fact in the material: {anchor}",
-        CONDITIONS: "Go ahead in stages, with the safeguards raised in Round 3 as preconditions of each stage.",
-        HOLD: "Do not go ahead yet: settle the open risks first, then decide again.",
-    }[majority]
+    recommendation = (
+        f"On {subject}: "
+        + {
+            PROCEED: f"go ahead, on the strength of the firmest fact in the material: {anchor}"
+            if grounded
+            else "go ahead on judgement alone (no material was supplied), and check the first results before "
+            "committing further.",
+            CONDITIONS: "go ahead in stages, with the safeguards raised in Round 3 as preconditions of each stage.",
+            HOLD: "do not go ahead yet: settle the open risks first, then decide again.",
+        }[majority]
+    )
     challengers = {str(c["challenger"]) for c in challenges if c["target_agent"] == "Consensus"}
     dissent = []
     for agent, stance in stances.items():
@@ -361,7 +441,9 @@ def _verdict(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             dissent.append(
                 {
                     "agent": agent,
-                    "concern": "Waiting forfeits the benefit the material documents.",
+                    "concern": "Waiting forfeits the benefit the material documents."
+                    if grounded
+                    else "Waiting buys nothing while nobody is gathering the missing evidence.",
                     "severity": "medium",
                 }
             )
@@ -380,8 +462,9 @@ def _verdict(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         dict.fromkeys([anchor] + [str(p["key_points"][1]) for p in positions if len(p["key_points"]) > 1])
     )[:4]
     return {
-        "analysis": f"{go} of {len(positions)} agents favour going ahead in some form; "
-        f"{len(unresolved)} item(s) stay unresolved after the cross-examination.",
+        "analysis": f"On {subject}, {go} of {len(positions)} agents favour going ahead in some form; "
+        f"{len(unresolved)} item(s) stay unresolved after the cross-examination."
+        + ("" if grounded else " No material was supplied: the verdict rests on the panel's judgement."),
         "recommendation": recommendation,
         "confidence": confidence,
         "evidence": evidence,
@@ -402,6 +485,9 @@ def _explore(
     stances: Mapping[str, str],
     challenges: Sequence[Mapping[str, Any]],
     anchor: str,
+    *,
+    subject: str,
+    grounded: bool,
 ) -> dict[str, Any]:
     present = [s for s in (CONDITIONS, PROCEED, HOLD) if s in stances.values()]
     if len(present) < 2:  # a menu of one is no menu: the unchosen alternative is still worth naming
@@ -416,7 +502,9 @@ def _explore(
                 "option": OPTION_NAMES[stance],
                 "description": {
                     CONDITIONS: "Go ahead one stage at a time; each stage starts only when its safeguards are met.",
-                    PROCEED: f"Go ahead now, on the strength of the firmest fact in the material: {anchor}",
+                    PROCEED: f"Go ahead now, on the strength of the firmest fact in the material: {anchor}"
+                    if grounded
+                    else "Go ahead now, on the panel's judgement alone: no material was supplied.",
                     HOLD: "Hold the decision and gather the evidence the sceptics asked for.",
                 }[stance],
                 "pros": pros or ["Keeps the decision reversible."],
@@ -435,13 +523,14 @@ def _explore(
             }
         )
     return {
-        "analysis": f"The panel split into {len(present)} distinct directions; each is kept as an option.",
+        "analysis": f"On {subject}, the panel split into {len(present)} distinct directions; each is kept as an "
+        "option.",
         "recommendations": recommendations,
         "synergies": ["Wait on the riskiest part while the rest goes ahead in stages."]
         if len(recommendations) > 1
         else [],
         "confidence": 0.72,
-        "summary": f"{len(recommendations)} options, most promising first: "
+        "summary": f"{len(recommendations)} options on {subject}, most promising first: "
         + "; ".join(r["option"] for r in recommendations)
         + ".",
     }

@@ -5,6 +5,7 @@ ids, criteria and quotes are code's; what no schema can check is kept and flagge
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -13,8 +14,16 @@ from pydantic import BaseModel, ValidationError
 
 from debates.contract import Flag, RunView, Step
 from debates.protocols.comparative import schema
-from debates.protocols.comparative.panels import as_stored, flags_at
-from debates.protocols.comparative.protocol import KEY_JUDGEMENT, key_opening, key_rebuttal
+from debates.protocols.comparative.panels import as_stored, flags_at, key_label
+from debates.protocols.comparative.protocol import (
+    DECISION_TYPES,
+    KEY_JUDGEMENT,
+    default_criteria,
+    key_opening,
+    key_rebuttal,
+)
+from debates.protocols.schemas import property_names
+from debates.web.frames import turn_live_frame
 from tests.protocols.comparative.test_protocol import (
     CRITERIA,
     PROTOCOL,
@@ -453,6 +462,37 @@ def test_a_streaming_answer_is_shown_in_the_stored_shape() -> None:
     assert as_stored(opening("A"), "opening")["arguments"] == opening("A")["arguments"]  # stored: as it is
     html = render_to_string("debates/protocols/comparative.html#opening", {"data": partial, "live": True})
     assert "We win on cost." in html and "Reconsider" in html
+
+
+@pytest.mark.parametrize("decision_type", DECISION_TYPES)
+def test_a_streaming_answer_names_the_default_criteria_as_the_run_does(decision_type: str) -> None:
+    names = [c["name"] for c in default_criteria(decision_type)]
+    keys = property_names(names)  # what the schema calls them: "Team familiarity" is "Team_familiarity"
+    assert any(keys[n] != n for n in names)
+    partial = {"arguments": {keys[n]: {"claim": f"We win on {n}."} for n in names}}
+    assert [a["criterion"] for a in as_stored(partial, "opening")["arguments"]] == names
+    scores = {"criterion_scores": {keys[n]: {"score_a": 3} for n in names}}
+    assert [s["criterion"] for s in as_stored(scores, "judgement")["criterion_scores"]] == names
+    # The live frame, rendered from the streamed text alone (cut mid-answer), shows the names.
+    html = turn_live_frame(
+        key=key_opening("A"), task="opening", protocol="comparative", text=json.dumps(partial)[:-12], names={}
+    )
+    shown = [n for n in names if f"<strong>{n}</strong>" in html]
+    assert shown and not [k for k in keys.values() if f"<strong>{k}</strong>" in html and k not in names]
+
+
+def test_a_streaming_name_the_defaults_do_not_know_is_shown_in_its_words() -> None:
+    # The live frame has no run config (debates.engine.stream renders it from the text alone), so a criterion or
+    # stakeholder of the run's own is read back from its property name: the words, not the underscores.
+    (key,) = property_names(["Cost per seat (3-yr)"]).values()
+    assert key == "Cost_per_seat_3-yr" and key_label(key) == "Cost per seat 3-yr"
+    (long,) = property_names(
+        ["A criterion named at such length that its property name is cut and hashed"]
+    ).values()
+    assert len(long) == 64 and key_label(long).endswith("…") and "_" not in key_label(long)
+    assert key_label("Cost") == "Cost" and key_label("A1") == "A1"
+    shaped = as_stored({"stakeholders": {"Head_of_platform": "Reconsider."}}, "opening")
+    assert shaped["stakeholders"] == [{"stakeholder": "Head of platform", "response": "Reconsider."}]
 
 
 def test_a_flagged_item_is_marked_in_the_turn_body() -> None:

@@ -50,6 +50,11 @@ def form_data(**overrides: Any) -> dict[str, Any]:
     return data
 
 
+def field_errors(response: Any, field: str) -> list[str]:
+    """The errors the new-run form shows next to `field`."""
+    return list(response.context["form"].errors.get(field, []))
+
+
 def comparison(**overrides: Any) -> Run:
     config = {
         "option_a": "MongoDB",
@@ -119,7 +124,35 @@ def test_three_options_ask_for_triage_and_keep_what_was_typed(moderator_client: 
 def test_a_bad_criteria_line_is_named_next_to_the_field(moderator_client: Client) -> None:
     response = moderator_client.post("/runs/new/", form_data(criteria="Cost | High\nRisk | Critical"))
     assert response.status_code == 200 and not Run.objects.exists()
-    assert "Criteria, line 2: write &#x27;Criterion | High&#x27;" in response.content.decode()
+    assert field_errors(response, "criteria") == [
+        "Criteria, line 2: 'Risk' has weight 'Critical'; use High, Medium or Low (or H/M/L, or 3/2/1)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        (
+            "criteria",
+            "\n".join(f"Criterion {n} | High" for n in range(13)),
+            "Criteria: at most 12 allowed, 13 given",
+        ),
+        ("cmp_options", "MongoDB\nmongodb ", "Options (exactly two): the two options must differ"),
+        (
+            "stakeholders",
+            "\n".join(f"Person {n}" for n in range(13)),
+            "Stakeholders: at most 12 allowed, 13 given",
+        ),
+    ],
+)
+def test_what_the_lines_cannot_show_is_one_plain_line_next_to_its_field(
+    moderator_client: Client, field: str, value: str, error: str
+) -> None:
+    response = moderator_client.post("/runs/new/", form_data(**{field: value}))
+    html = unescape(response.content.decode())
+    assert response.status_code == 200 and not Run.objects.exists()
+    assert field_errors(response, field) == [error]
+    assert "validation error" not in html and "pydantic" not in html and "could not be started" not in html
 
 
 def test_the_evidence_review_box_makes_the_run_wait_for_the_decider(moderator_client: Client) -> None:
@@ -320,6 +353,75 @@ def test_run_debate_runs_a_comparison_headless(capsys: pytest.CaptureFixture[str
             "--config",
             json.dumps({"options": ["A", "B"], "evidence_review": "human"}),
         )
+
+
+def headless(config: dict[str, Any]) -> None:
+    call_command(
+        "run_debate",
+        "--protocol",
+        "comparative",
+        "--topic",
+        DECISION,
+        "--no-progress",
+        "--config",
+        json.dumps(config),
+    )
+
+
+@pytest.mark.parametrize(
+    ("criteria", "error"),
+    [
+        (
+            [{"name": "Cost", "weight": "High"}, {"name": "Risk", "weight": "Critical"}],
+            "criteria: criterion 2 ('Risk') has weight 'Critical'; use High, Medium or Low (or H/M/L, or 3/2/1)",
+        ),
+        (
+            [{"name": "Cost", "weight": 5}],
+            "criteria: criterion 1 ('Cost') has weight 5; use High, Medium or Low (or H/M/L, or 3/2/1)",
+        ),
+        (
+            [{"name": "Cost", "weigth": "High"}],
+            "criteria: criterion 1 ('Cost') weigth: no such setting (the settings are name, weight)",
+        ),
+        (
+            "Cost | High\nRisk | Urgent",
+            "criteria, line 2: 'Risk' has weight 'Urgent'; use High, Medium or Low",
+        ),
+        (3, 'criteria: give a list like [{"name": "Cost", "weight": "High"}], not 3'),
+    ],
+)
+def test_run_debate_refuses_a_wrong_weight_in_one_line_naming_the_criterion_and_the_value(
+    criteria: Any, error: str
+) -> None:
+    with pytest.raises(CommandError) as refused:
+        headless({"options": ["MongoDB", "PostgreSQL"], "criteria": criteria})
+    message = str(refused.value)
+    assert message.startswith(f"Invalid run: {error}")
+    assert "\n" not in message and "validation error" not in message and "pydantic" not in message
+    assert not Run.objects.exists()  # nothing half-written
+
+
+def test_run_debate_reads_weights_as_words_letters_or_points(capsys: pytest.CaptureFixture[str]) -> None:
+    headless(
+        {
+            "options": ["MongoDB", "PostgreSQL"],
+            "mode": "single",
+            "criteria": [
+                {"name": "Cost", "weight": "h"},
+                {"name": "Risk", "weight": 1},
+                "Speed | medium",
+                "Fit",
+            ],
+        }
+    )
+    run = Run.objects.get(pk=int(capsys.readouterr().out.strip().splitlines()[-1]))
+    assert run.status == "completed"
+    assert run.config["criteria"] == [
+        {"name": "Cost", "weight": "High"},
+        {"name": "Risk", "weight": "Low"},
+        {"name": "Speed", "weight": "Medium"},
+        {"name": "Fit", "weight": "Medium"},
+    ]
 
 
 def test_the_page_offers_the_brief_and_it_is_the_commands_file(

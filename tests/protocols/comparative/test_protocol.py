@@ -5,6 +5,7 @@ fills in and flags: test_answers.py."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -198,20 +199,73 @@ def test_missing_options_name_what_to_give() -> None:
 
 
 def test_identical_options_and_repeated_criteria_are_refused() -> None:
-    with pytest.raises(ValidationError, match="must differ"):
+    with pytest.raises(ValueError, match="^option_b: the two options must differ$"):
         config(option_b=" postgres ")
-    with pytest.raises(ValidationError, match="Cost listed twice"):
+    with pytest.raises(ValueError, match="^criteria: Cost listed twice$"):
         config(criteria=[{"name": "Cost", "weight": "High"}, {"name": "cost", "weight": "Low"}])
 
 
-def test_criteria_lines_take_full_or_letter_weights_and_name_a_bad_line() -> None:
-    assert criteria_parse("Cost | H\nRisk | medium\n\nFit") == [
+@pytest.mark.parametrize(
+    ("overrides", "error"),
+    [
+        (
+            {"criteria": [{"name": "Cost", "weight": "Critical"}]},
+            "criteria: criterion 1 ('Cost') has weight 'Critical'; use High, Medium or Low (or H/M/L, or 3/2/1)",
+        ),
+        ({"criteria": [{"name": "", "weight": "High"}]}, "criteria: criterion 1 name: must not be empty"),
+        (
+            {"criteria": [{"name": f"C{n}", "weight": "Low"} for n in range(13)]},
+            "criteria: at most 12 allowed, 13 given",
+        ),
+        (
+            {"decision_type": "vendr"},
+            "decision_type: 'vendr' is not one of 'vendor', 'architecture', 'tool' or 'strategy'",
+        ),
+        (
+            {"stakeholders": [{"name": "CFO", "confidence": "sure"}]},
+            "stakeholders: stakeholder 1 ('CFO') confidence: 'sure' is not one of 'stated' or 'inferred'",
+        ),
+        (
+            {"colour": "red"},
+            "colour: no such setting (the settings are options, option_a, option_b, decision_type",
+        ),
+        ({"options": 3}, 'options: give the two options as a list, e.g. ["PostgreSQL", "MongoDB"], not 3'),
+    ],
+)
+def test_a_bad_setting_is_refused_in_one_line_naming_it_and_its_value(
+    overrides: dict[str, Any], error: str
+) -> None:
+    data = {"option_a": "Postgres", "option_b": "Mongo", **overrides}
+    with pytest.raises(ValueError, match=f"^{re.escape(error)}") as refused:
+        PROTOCOL.prepare(data, None)
+    assert "\n" not in str(refused.value)
+    assert not isinstance(refused.value, ValidationError)  # worded for a person, not pydantic's report
+
+
+def test_weights_may_be_words_letters_or_points() -> None:
+    given = [
+        {"name": "Cost", "weight": "h"},
+        {"name": "Risk", "weight": 2},
+        {"name": "Fit", "weight": "LOW"},
+        "Speed",
+    ]
+    assert [c.weight for c in config(criteria=given).criteria] == ["High", "Medium", "Low", "Medium"]
+
+
+def test_criteria_lines_take_full_letter_or_point_weights_and_name_a_bad_line_and_value() -> None:
+    assert criteria_parse("Cost | H\nRisk | medium\n\nFit\nSpeed | 1") == [
         {"name": "Cost", "weight": "High"},
         {"name": "Risk", "weight": "Medium"},
         {"name": "Fit", "weight": "Medium"},
+        {"name": "Speed", "weight": "Low"},
     ]
-    with pytest.raises(ValueError, match=r"Criteria, line 2: write 'Criterion \| High'"):
+    with pytest.raises(
+        ValueError,
+        match=r"^Criteria, line 2: 'Risk' has weight 'Urgent'; use High, Medium or Low \(or H/M/L, or 3/2/1\)$",
+    ):
         criteria_parse("Cost | High\nRisk | Urgent")
+    with pytest.raises(ValueError, match=r"Criteria, line 1: write 'Criterion \| High'"):
+        criteria_parse("Cost | High | Low")
     with pytest.raises(ValueError, match="line 2: 'cost' is listed twice"):
         criteria_parse("Cost | High\ncost | Low")
 

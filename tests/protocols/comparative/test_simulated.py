@@ -5,18 +5,23 @@ the judge's scorecard."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 
+from debates import demo
 from debates.agents.base import AgentRequest
-from debates.agents.simulated import simulated_payload
+from debates.agents.simulated import FALLBACK_MATERIAL, material_sentences, simulated_payload
 from debates.contract import Done, RunView, SeatView, Steps, TurnView
 from debates.engine import registry
 from debates.engine.view import run_view_load
 from debates.models import Run
 from debates.protocols.comparative import protocol as proto
+from debates.protocols.comparative import simulated as sim
+from debates.protocols.comparative.exports import run_export_brief
 from debates.selectors.runs import run_awaited_steps
 from debates.services import runs as services
 from debates.services.turns import human_turn_submit
@@ -245,10 +250,12 @@ class TeamRunTests:
         openings = debate().outcome["openings"]
         responses = {o: {s["stakeholder"]: s["response"] for s in openings[o]["stakeholders"]} for o in "AB"}
         assert set(responses["A"]) == set(responses["B"]) == {s["name"] for s in CONFIG["stakeholders"]}
-        assert "prefers Harbor MQ" in responses["A"]["Marco (team lead)"]
+        assert "Your preference for Harbor MQ" in responses["A"]["Marco (team lead)"]
         assert "reconsider" in responses["A"]["Marco (team lead)"]
-        assert "prefers Kestrel Streams" in responses["B"]["Priya (CTO)"]
+        assert "Your preference for Kestrel Streams" in responses["B"]["Priya (CTO)"]
         assert "reconsider" not in responses["A"]["Priya (CTO)"]
+        # Addressed, not named again: the brief and the page show each response behind the stakeholder's name.
+        assert not any(r.startswith(who) for o in "AB" for who, r in responses[o].items())
 
     def test_each_advocate_attacks_the_three_weakest_claims_quoting_them(self):
         run = debate()
@@ -302,9 +309,11 @@ class TeamRunTests:
     def test_the_rest_of_the_judgement_has_the_seeds_shape(self):
         judgement = debate().outcome["judgement"]
         assert 3 <= proto.sentences_count(judgement["executive_summary"]) <= 5
-        conditions = judgement["decision_conditions"]
-        assert all(c.startswith("Choose Kestrel Streams if") for c in conditions["choose_a_if"])
-        assert all(c.startswith("Choose Harbor MQ if") for c in conditions["choose_b_if"])
+        conditions = judgement["decision_conditions"]  # the words after "Choose <option> if"
+        assert conditions["choose_a_if"][-1] == (
+            "the next 2-3 years matters more to the organisation than the next 6-12 months."
+        )
+        assert not any(c.lower().startswith(("choose", "if ")) for side in conditions.values() for c in side)
         assert [q for q in judgement["open_questions"] if any(g in q for g in CONFIG["evidence_gaps"])] == (
             judgement["open_questions"][:2]
         )
@@ -422,6 +431,90 @@ class DegradationTests:
 
 
 # --- requested modes and the evidence-review gate -------------------------------------------------------------------
+
+
+# --- staying on topic ---------------------------------------------------------------------------------------------
+
+# What the bundled demos (and the generic fallback material) say: none of it may reach a run on another topic.
+DEMO_FACTS = [
+    *material_sentences(demo.DEMO_MATERIAL),
+    *material_sentences(demo.DEMO_COMPARISON_MATERIAL),
+    *material_sentences(demo.DEMO_REVIEW_MATERIAL),
+    *material_sentences(FALLBACK_MATERIAL),
+    *(e["summary"] for e in demo.DEMO_COMPARISON["evidence"]),
+    *(e["source"] for e in demo.DEMO_COMPARISON["evidence"]),
+    *(g.rstrip(".") for g in demo.DEMO_COMPARISON["evidence_gaps"]),
+]
+DEMO_WORDS = re.compile(
+    r"\b(MongoDB|PostgreSQL|Postgres|order-tracking|carrier|Atlas|jsonb|Stockholm|London|Singapore|congestion|"
+    r"Redis|RFC 42|Head of platform|Integrations lead)\b",
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.django_db(transaction=True)
+class OnTopicTests:
+    @pytest.mark.parametrize("mode", ["team", "subagent", "single"])
+    def test_without_material_the_agents_argue_the_runs_own_options_and_say_they_have_nothing_else(
+        self, mode
+    ):
+        topic = "Which CI service should the mobile team adopt?"
+        run = services.run_create(
+            protocol="comparative",
+            topic=topic,
+            material="",
+            config={
+                "option_a": "GitHub Actions",
+                "option_b": "Jenkins",
+                "decision_type": "tool",
+                "mode": mode,
+            },
+            seed=3,
+            backend_options={"cps": 0},
+            enqueue=False,
+        )
+        assert run_to_stop(run) == "done" and run.status == "completed", run.status_reason
+        written = "\n".join(
+            [
+                *(json.dumps(t.payload, ensure_ascii=False) for t in run.turns.all()),
+                *(t.raw_text for t in run.turns.all()),
+                json.dumps(run.outcome, ensure_ascii=False),
+                run_export_brief(run),
+            ]
+        )
+        assert DEMO_WORDS.findall(written) == []
+        assert [fact for fact in DEMO_FACTS if fact.lower() in written.lower()] == []
+        criteria = [name for name, _ in proto.DEFAULT_CRITERIA["tool"]]
+        for option, name in (("A", "GitHub Actions"), ("B", "Jenkins")):
+            opening = run.outcome["openings"][option]
+            if mode == "single":
+                assert opening is None
+                continue
+            for argument, criterion in zip(opening["arguments"], criteria, strict=True):
+                assert name in argument["claim"] and criterion in argument["claim"]  # the run's own terms
+                assert sim.NO_GROUNDS in argument["why_ours_scores_well"]  # said plainly
+                assert argument["evidence"] == []
+            assert "With no material and no evidence given" in opening["closing"]
+        summary = run.outcome["judgement"]["executive_summary"]
+        assert "No material and no sources were given for this decision" in summary
+        assert 3 <= proto.sentences_count(summary) <= 5
+
+    def test_run_debate_on_another_topic_without_material_brings_in_no_demo_facts(self, capsys):
+        call_command(
+            "run_debate",
+            "--protocol",
+            "comparative",
+            "--topic",
+            "Which CI service should the mobile team adopt?",
+            "--no-progress",
+            "--config",
+            json.dumps({"options": ["GitHub Actions", "Jenkins"], "decision_type": "tool"}),
+        )
+        run = Run.objects.get(pk=int(capsys.readouterr().out.strip().splitlines()[-1]))
+        assert run.status == "completed" and run.material == ""
+        written = json.dumps(run.outcome, ensure_ascii=False) + run_export_brief(run)
+        assert DEMO_WORDS.findall(written) == []
+        assert [fact for fact in DEMO_FACTS if fact.lower() in written.lower()] == []
 
 
 @pytest.mark.django_db(transaction=True)

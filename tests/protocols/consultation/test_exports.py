@@ -196,6 +196,24 @@ def validate_verdict(a: dict[str, Any], mode: str) -> None:
         raise Invalid("_analysis must be a string if provided")
 
 
+def seed_import(artifact: dict[str, Any]) -> dict[str, Any]:
+    """The seed's importer of a verdict (ArtifactTransformer.verdictFromJSON), mirrored: it reads `dissent` on every
+    verdict, whatever the mode (`json.dissent.map(...)`), and fails without it."""
+    if artifact.get("artifact_type") != "verdict":
+        return artifact
+    if not isinstance(artifact.get("dissent"), list):
+        raise Invalid("Cannot read properties of undefined (reading 'map')")
+    return {
+        "recommendation": artifact.get("recommendation"),
+        "confidence": artifact["confidence"],
+        "evidence": artifact.get("evidence"),
+        "dissent": [
+            {"agent": d["agent"], "concern": d["concern"], "severity": d["severity"]}
+            for d in artifact["dissent"]
+        ],
+    }
+
+
 def seed_validate(artifact: dict[str, Any], mode: str = "converge") -> None:
     kind = artifact.get("artifact_type")
     if kind == "independent":
@@ -324,6 +342,7 @@ def test_every_exported_artifact_passes_the_seeds_validators(mode: str, tmp_path
     for name, artifact in files.items():
         if name != "consultation.json":
             seed_validate(artifact, mode)
+            seed_import(artifact)
             assert artifact["schema_version"] == "1.0"
             assert all(SNAKE.fullmatch(key) for key in keys_of(artifact)), sorted(keys_of(artifact))
     assert files["round-1-independent-architect.json"]["agent_id"] == "Architect"
@@ -351,6 +370,46 @@ def test_every_exported_artifact_passes_the_seeds_validators(mode: str, tmp_path
     # The files are what the run recorded when each round committed, not rebuilt at export.
     recorded = run.events.get(kind="round_artifact", payload__round_number=4).payload["artifact"]
     assert verdict == recorded
+
+
+def test_an_explore_verdict_carries_an_empty_dissent_the_seeds_importer_reads(tmp_path: Path) -> None:
+    run = consultation(config={"mode": "explore"})
+    verdict = export(run, tmp_path / "artifacts")["round-4-verdict.json"]
+    assert verdict["dissent"] == []  # recorded so when the round committed, not added at export
+    assert run.events.get(kind="round_artifact", payload__round_number=4).payload["artifact"]["dissent"] == []
+    assert seed_import(verdict)["dissent"] == []
+    with pytest.raises(
+        Invalid, match="reading 'map'"
+    ):  # what the seed's importer did with the artifact before
+        seed_import({k: v for k, v in verdict.items() if k != "dissent"})
+
+
+def test_an_explore_verdict_recorded_without_dissent_is_exported_with_an_empty_one(tmp_path: Path) -> None:
+    run = consultation(config={"mode": "explore"})
+    event = run.events.get(kind="round_artifact", payload__round_number=4)
+    del event.payload["artifact"]["dissent"]  # as a run recorded before explore verdicts carried it
+    event.save(update_fields=["payload"])
+    verdict = export(run, tmp_path / "old")["round-4-verdict.json"]
+    assert verdict["dissent"] == [] and seed_import(verdict)["dissent"] == []
+    seed_validate(verdict, "explore")
+
+
+def test_the_snapshot_says_the_estimate_was_approved_automatically_under_the_threshold(
+    tmp_path: Path,
+) -> None:
+    run = consultation()
+    snapshot = export(run, tmp_path / "artifacts")["consultation.json"]
+    assert snapshot["consultation_id"] == str(run.pk)
+    assert snapshot["user_consent"] == {
+        "approved": True,
+        "auto_approved": True,  # the seed's consultation:user_consent, under the $0.50 threshold
+        "estimate_usd": str(run.estimate_usd),
+        "threshold_usd": "0.50",
+    }
+    started = next(t for t in snapshot["transitions"] if t["to"] == "independent")
+    assert started["reason"] == (
+        f"Approved automatically: the estimate ${run.estimate_usd:.4f} is under the threshold $0.50."
+    )
 
 
 def test_an_early_stopped_consultation_exports_rounds_1_and_2_only(tmp_path: Path) -> None:

@@ -134,10 +134,29 @@ def test_an_auto_approve_amount_of_zero_holds_the_run_at_the_consent_gate(modera
     assert "aborted" not in states
     assert "aborts above $" in html  # the 150 % limit is shown
 
+    assert 'data-consent="required">waiting for a moderator<' in html
+
     moderator_client.post(f"/runs/{run.pk}/consent/", {"approve": "yes", "client_uuid": ""})
     run.refresh_from_db()
     assert (run.status, run.consent) == (RunStatus.QUEUED, "approved")
-    assert strip(moderator_client.get(f"/runs/{run.pk}/").content.decode())["independent"] == "current"
+    html = moderator_client.get(f"/runs/{run.pk}/").content.decode()
+    assert strip(html)["independent"] == "current"
+    assert "A moderator approved the estimated $" in html
+
+
+def test_a_run_under_the_threshold_shows_it_was_approved_automatically(moderator_client: Client) -> None:
+    moderator_client.post("/runs/new/", form_data())
+    run = Run.objects.get()
+    assert run.consent == "auto"
+    html = unescape(moderator_client.get(f"/runs/{run.pk}/").content.decode())
+    assert (
+        'data-consent="auto">approved automatically: the estimate is not above $0.50, no one was asked<'
+        in html
+    )
+    assert (
+        f"Approved automatically: the estimate ${run.estimate_usd:.4f} is under the threshold $0.50." in html
+    )
+    assert "moderator approved" not in html
 
 
 def test_a_finished_consultation_shows_the_strip_verdict_tables_and_warnings(

@@ -570,7 +570,7 @@ def test_a_mixed_consultation_runs_all_four_rounds_with_dissent_and_a_dropped_te
     assert run.status == RunStatus.COMPLETED
     assert states_of(run) == FULL_PATH
     reasons = [e.payload["reason"] for e in run.events.filter(kind="state").order_by("seq")]
-    assert reasons[2].startswith("Approved automatically: $")
+    assert reasons[2].startswith("Approved automatically: the estimate $")
     assert reasons[4].startswith("Mean consensus confidence 0.73 is below the threshold 0.90")
     outcome = run.outcome
     assert outcome["completed_rounds"] == [1, 2, 3, 4]
@@ -722,3 +722,45 @@ def test_run_debate_runs_a_consultation_headless_with_its_nominal_estimate_appro
     assert (run.status, run.consent) == (RunStatus.COMPLETED, "approved")
     assert [p["agent"] for p in run.outcome["positions"]] == ["Security Expert", "Architect", "Pragmatist"]
     assert states_of(run)[-1][1] == "complete"
+    started = run.events.get(kind="state", payload__to="independent").payload["reason"]
+    assert started.startswith("Approved when the run was started, without a moderator: the estimate $")
+    assert "above the threshold $0.00" in started
+
+
+def state_reasons(run: Any) -> dict[str, str]:
+    return {e.payload["to"]: e.payload["reason"] for e in run.events.filter(kind="state").order_by("seq")}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_headless_run_under_the_threshold_is_approved_automatically_not_by_a_moderator() -> None:
+    # run_debate consents in advance (a simulated run, or --yes); under the threshold that consent is not needed.
+    call_command(
+        "run_debate", "--protocol", "consultation", "--topic", TOPIC, "--seed", "3", "--no-progress",
+        stdout=io.StringIO(), stderr=io.StringIO(),
+    )  # fmt: skip
+    run = Run.objects.get()
+    assert run.estimate_usd is not None and run.estimate_usd < Decimal("0.50")
+    assert (run.status, run.consent) == (RunStatus.COMPLETED, "auto")
+    estimate = f"${run.estimate_usd:.4f}"
+    reasons = state_reasons(run)
+    assert reasons["awaiting_consent"] == (
+        f"Estimated {estimate}, under the $0.50 threshold: approved automatically, no consent asked."
+    )
+    assert reasons["independent"] == (
+        f"Approved automatically: the estimate {estimate} is under the threshold $0.50."
+    )
+    assert not any("moderator" in reason for reason in reasons.values())
+    gate = run.events.get(kind="cost_estimated").payload
+    assert (gate["consent"], gate["threshold"]) == ("auto", "0.50")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_round_artifact_event_carries_the_consultation_id() -> None:
+    run = consult()
+    assert run_to_stop(run) == "done"
+    artifacts = [e.payload for e in run.events.filter(kind="round_artifact").order_by("seq")]
+    assert len(artifacts) == 6
+    # The seed's consultation:round_artifact {consultation_id, round_number, artifact_type, artifact}; the id is
+    # the one the exported snapshot (consultation.json) gives.
+    assert {a["consultation_id"] for a in artifacts} == {str(run.pk)}
+    assert all({"round_number", "artifact_type", "artifact"} <= set(a) for a in artifacts)

@@ -31,6 +31,7 @@ from tests.protocols.consultation.test_protocol import HANDLES, PROTOCOL, r1, re
 
 CREATED_AT = "2026-11-30T10:00:00+00:00"
 CROSS = {"challenges": [], "rebuttals": [], "unresolved": []}
+CY_CHALLENGES = [{"target_agent": "Consensus", "challenge_point": "Fairness is skipped.", "evidence": []}]
 
 
 def steps_of(turns: dict[str, Any], **config: Any) -> list[Step]:
@@ -54,7 +55,11 @@ HISTORIES: dict[str, dict[str, Any]] = {
     "independent": {},
     "synthesis": r1(),
     "cross_exam": {**r1(), KEY_SYNTHESIS: synthesis()},
-    "cross_exam_judge": {**r1(), KEY_SYNTHESIS: synthesis(), **{key_reply(h): reply() for h in HANDLES}},
+    "cross_exam_judge": {  # Cy challenged the consensus
+        **r1(),
+        KEY_SYNTHESIS: synthesis(),
+        **{key_reply(h): reply(CY_CHALLENGES if h == "agent-cy" else None) for h in HANDLES},
+    },
     "verdict": {
         **r1(),
         KEY_SYNTHESIS: synthesis(),
@@ -246,6 +251,34 @@ def test_the_judges_cross_examination_flags_a_self_challenge_and_an_empty_rebutt
         ("empty", "rebuttals.0.rebuttal"),
         ("too_many", "unresolved"),
     ]
+
+
+JUDGED = {
+    "challenges": [],
+    "rebuttals": [{"agent": "Ada", "rebuttal": "My position holds."}],
+    "unresolved": ["Fairness is still contested.", "Nobody tested the revenue claim."],
+}
+
+
+def test_with_no_new_challenge_in_round_3_nothing_is_unresolved_whatever_the_judge_lists() -> None:
+    quiet = {**HISTORIES["cross_exam_judge"], **{key_reply(h): reply() for h in HANDLES}}
+    (judge,) = steps_of(quiet)
+    model = judge.schema.model_validate(JUDGED)
+    result = PROTOCOL.accept(judge, model, view(quiet))
+    assert result.payload["unresolved"] == []  # the seed: no new challenges, unresolved[] is empty
+    assert result.payload["rebuttals"] == JUDGED["rebuttals"]  # the rest of the synthesis is kept
+    (flag,) = result.flags
+    assert (flag.kind, flag.where) == ("unresolved_without_challenge", "unresolved")
+    assert "No agent raised a new challenge in Round 3" in flag.detail and "Fairness is still" in flag.detail
+    # The verdict then sees nothing unresolved.
+    after = {**quiet, KEY_CROSS_EXAM: result.payload}
+    (verdict,) = steps_of(after)
+    assert verdict.task == "verdict" and verdict.context["unresolved"] == []
+
+
+def test_a_challenge_in_round_3_keeps_the_judges_unresolved_items() -> None:
+    payload, flags = accepted(step_of("cross_exam_judge"), JUDGED)  # Cy challenged the consensus
+    assert payload["unresolved"] == JUDGED["unresolved"] and flags == []
 
 
 def test_a_converge_verdict_keeps_one_dissent_and_one_contribution_per_agent() -> None:
