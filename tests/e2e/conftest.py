@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from channels.testing.live import make_application, set_database_connection
 from daphne.testing import DaphneProcess
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
@@ -28,6 +30,9 @@ from django.db import connections
 from playwright.sync_api import BrowserContext, Page, expect
 
 from debates.devtools.browser import CHROMIUM_ARGS, chromium_path
+from debates.engine.runner import run_execute
+from debates.models import Run
+from debates.services import runs as services
 
 SERVER_START_SECONDS = 30
 PASSWORD = "e2e-password-1"
@@ -174,3 +179,34 @@ def screenshot(page: Page, output_path: str) -> Callable[..., Path]:
         return path
 
     return take
+
+
+# --- runs --------------------------------------------------------------------------------------------------------
+
+FINISH_SECONDS = 90
+
+
+def run_to_the_end(**create: Any) -> Run:
+    """Create a run (services.run_create's arguments, not enqueued) and run it to its end with the simulated agents,
+    on a thread of its own (the browser's event loop owns this one, and creating a run publishes an event); the
+    live server may pick the queued run up first, so wait for the database to say it is done."""
+    created: dict[str, int] = {}
+
+    def work() -> None:
+        try:
+            run = services.run_create(**create, enqueue=False)
+            created["id"] = run.pk
+            async_to_sync(run_execute)(run.pk)
+        finally:
+            connections.close_all()
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(FINISH_SECONDS)
+    run = Run.objects.get(pk=created["id"])
+    deadline = time.monotonic() + FINISH_SECONDS
+    while not run.is_terminal and time.monotonic() < deadline:
+        time.sleep(0.2)
+        run.refresh_from_db()
+    assert run.status == "completed", (run.status, run.status_reason)
+    return run

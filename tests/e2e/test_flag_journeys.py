@@ -4,63 +4,36 @@ each flag on its turn, counts them in the integrity panel and badges the run in 
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
-from django.db import connections
 from playwright.sync_api import Page, expect
 
 from debates.models import Run, Turn
-from debates.services import runs as services
 from tests.conftest import ANALYSTS, MATERIAL
+from tests.e2e.conftest import run_to_the_end
 from tests.e2e.test_accessibility import axe_blocking
 
 pytestmark = pytest.mark.e2e
 
 SEE = 10_000
-FINISH_SECONDS = 60
 FLAGS = [
-    {"kind": "unverified_quote", "where": "claims.0.quote", "detail": "The quote is not the material's words."},
+    {
+        "kind": "unverified_quote",
+        "where": "claims.0.quote",
+        "detail": "The quote is not the material's words.",
+    },
     {"kind": "out_of_range", "where": "claims.1.confidence", "detail": "1.7 is outside 0–1; read as 1."},
 ]
 
 
 def finished_cross_examination() -> Run:
-    """A cross-examination run to its end by instant simulated agents on a thread of its own (the browser's event
-    loop owns this one); the live server may pick the queued run up first, so wait for the database."""
-    created: dict[str, int] = {}
-
-    def work() -> None:
-        from asgiref.sync import async_to_sync
-
-        from debates.engine.runner import run_execute
-
-        try:
-            run = services.run_create(
-                protocol="cross-examination",
-                topic="Should the city charge cars entering the centre?",
-                material=MATERIAL,
-                config={"analysts": ANALYSTS, "examiner": "agent"},
-                backend_options={"cps": 0},
-                seed=5,
-                enqueue=False,
-            )
-            created["id"] = run.pk
-            async_to_sync(run_execute)(run.pk)
-        finally:
-            connections.close_all()
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    worker.join(FINISH_SECONDS)
-    run = Run.objects.get(pk=created["id"])
-    deadline = time.monotonic() + FINISH_SECONDS
-    while not run.is_terminal and time.monotonic() < deadline:
-        time.sleep(0.2)
-        run.refresh_from_db()
-    assert run.status == "completed", (run.status, run.status_reason)
-    return run
+    return run_to_the_end(
+        protocol="cross-examination",
+        topic="Should the city charge cars entering the centre?",
+        material=MATERIAL,
+        config={"analysts": ANALYSTS, "examiner": "agent"},
+        backend_options={"cps": 0},
+        seed=5,
+    )
 
 
 def test_a_reader_sees_each_flag_on_its_turn_in_the_integrity_panel_and_in_the_archive(

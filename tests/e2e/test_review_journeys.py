@@ -7,63 +7,33 @@ to the end beforehand by the simulated agents (instant), so the journeys are abo
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connections
 from playwright.sync_api import ConsoleMessage, Page, expect
 
 from debates.models import Run
-from debates.services import runs as services
 from kb.models import Revision
+from tests.e2e.conftest import run_to_the_end
 
 pytestmark = pytest.mark.e2e
 
 TOPIC = "Does urban congestion pricing reduce traffic without unfair harm?"
 SEE = 10_000
-FINISH_SECONDS = 90
 
 
 def debate_to_the_end(kb: Any, seed: int) -> Run:
-    """Create a kb-debate and run it to its end with instant simulated agents, on a thread of its own (the
-    browser's event loop owns this one, and creating a run publishes an event); the live server may pick the
-    queued run up first, so wait for the database to say it is done."""
-    created: dict[str, int] = {}
-
-    def work() -> None:
-        from asgiref.sync import async_to_sync
-
-        from debates.engine.runner import run_execute
-
-        try:
-            run = services.run_create(
-                protocol="kb-debate",
-                topic=TOPIC,
-                kb=kb,
-                config={"auto_approve": True},
-                backend_options={"cps": 0},
-                seed=seed,
-                enqueue=False,
-            )
-            created["id"] = run.pk
-            async_to_sync(run_execute)(run.pk)
-        finally:
-            connections.close_all()
-
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    worker.join(FINISH_SECONDS)
-    run = Run.objects.get(pk=created["id"])
-    deadline = time.monotonic() + FINISH_SECONDS
-    while not run.is_terminal and time.monotonic() < deadline:
-        time.sleep(0.2)
-        run.refresh_from_db()
-    assert run.status == "completed", (run.status, run.status_reason)
-    return run
+    """A kb-debate on the KB run to its end by the simulated agents, KB changes applied as they come."""
+    return run_to_the_end(
+        protocol="kb-debate",
+        topic=TOPIC,
+        kb=kb,
+        config={"auto_approve": True},
+        backend_options={"cps": 0},
+        seed=seed,
+    )
 
 
 @pytest.fixture
