@@ -49,6 +49,7 @@ from debates.devtools.fake_llm import FakeLLMServer
 from debates.devtools.robustness import (
     ROBUSTNESS_BACKENDS,
     TARGET_REPAIR_SHARE,
+    backend_at,
     measure_obeying,
     measure_robustness,
 )
@@ -108,29 +109,18 @@ def measure_cache(*, analysts: int, seed: int) -> dict[str, Any]:
 
     kb = demo_kbs_load()[0]
     names = ["Ada", "Bo", "Cy", "Di", "Ed", "Flo"][:analysts]
-    saved = {name: os.environ.get(name) for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
-    with FakeLLMServer() as server:
-        # Never send a real key to the fake server.
-        os.environ["ANTHROPIC_API_KEY"] = "bench-fake-key"
-        os.environ["ANTHROPIC_BASE_URL"] = server.url
-        try:
-            run = services.run_create(
-                protocol="cross-examination",
-                topic=demo.DEMO_TOPIC,
-                kb=kb,
-                config={"analysts": [{"name": n, "lens": "bench"} for n in names], "examiner": "agent"},
-                backend="anthropic",
-                seed=seed,
-                consented=True,
-                enqueue=False,
-            )
-            outcome = asyncio.run(run_execute(run.pk))
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+    with FakeLLMServer() as server, backend_at("anthropic", server):  # never a real key to the fake server
+        run = services.run_create(
+            protocol="cross-examination",
+            topic=demo.DEMO_TOPIC,
+            kb=kb,
+            config={"analysts": [{"name": n, "lens": "bench"} for n in names], "examiner": "agent"},
+            backend="anthropic",
+            seed=seed,
+            consented=True,
+            enqueue=False,
+        )
+        outcome = asyncio.run(run_execute(run.pk))
         requests = [r for r in server.requests if r.api == "anthropic"]
     if outcome != RunnerOutcome.DONE:
         raise CommandError(f"bench run {run.pk} stopped with {outcome.value!r}")
