@@ -381,6 +381,12 @@ class Protocol[ConfigT: BaseModel](ABC):
         item) it should say, and what is merely doubtful is flagged by `accept` instead."""
         return []
 
+    def repair_asks(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
+        """A rule of the protocol's seed that no schema can count (market-panel: challenge at least half of the
+        opponent's arguments): what a valid first answer is sent back once to reconsider. The second answer is
+        committed whatever it says, `accept` flagging what still breaks the rule: asked, never refused."""
+        return []
+
     def accept(self, step: Step, payload: BaseModel, view: RunView) -> Accepted:
         """A valid answer as it is committed: fill in what code knows (the seat's name, argument ids, the round,
         the text of a claim picked by id) and flag what no schema can check (Flag). Must not raise for any

@@ -15,14 +15,14 @@ from django.conf import settings
 from django.test.utils import override_settings
 
 from debates.devtools.fake_llm import FakeLLMServer, Mode
-from debates.engine.runner import run_execute
+from debates.engine.runner import RECONSIDER_REASON, run_execute
 from debates.models import RunEvent
 from debates.platform.conf import conf
 from debates.services.demos import run_headless_demo_create
 
 ROBUSTNESS_BACKENDS = ("anthropic", "openai")
 ROBUSTNESS_RUN_SECONDS = 120.0  # a run that takes longer is reported as stuck
-REPAIR_REASON = "Asked the model to repair it."
+REPAIR_REASON = "Asked the model to repair it."  # an invalid answer (runner._run_step)
 TARGET_REPAIR_SHARE = 0.05
 
 
@@ -79,8 +79,11 @@ def measure_robustness(*, protocol: str, backend: str, mode: Mode, seed: int) ->
         "failed": sum(1 for t in turns if t.status == "failed"),
         "failed_keys": [(t.key, t.error) for t in turns if t.status == "failed"],
         "repairs": sum(1 for p in restarts if REPAIR_REASON in str(p.get("reason", ""))),
+        "reconsiders": sum(1 for p in restarts if RECONSIDER_REASON in str(p.get("reason", ""))),
         "repair_reasons": [
-            str(p.get("reason", "")) for p in restarts if REPAIR_REASON in str(p.get("reason", ""))
+            str(p.get("reason", ""))
+            for p in restarts
+            if REPAIR_REASON in str(p.get("reason", "")) or RECONSIDER_REASON in str(p.get("reason", ""))
         ],
         "flags": sum(len(t.flags or []) for t in turns),
         "step_downs": len(degradations) if isinstance(degradations, list) else 0,

@@ -92,6 +92,9 @@ def _output_errors(protocol: Any, step: Step, result: Result, view: RunView) -> 
     return list(protocol.validate(step, model, view))
 
 
+RECONSIDER_REASON = "Asked the model to reconsider it."
+
+
 class RunFailedFatally(Exception):
     pass
 
@@ -318,6 +321,17 @@ class Runner:
                     self._budget.release(estimate)
             if result is not None:
                 errors = _output_errors(protocol, step, result, view)
+                asks = (
+                    protocol.repair_asks(step, step.schema.model_validate(result.payload), view)
+                    if not errors and repair is None
+                    else []
+                )
+                if asks:  # a seed's rule no schema counts: asked once, then committed and flagged
+                    repair = Repair(result.text, tuple(asks))
+                    if not await self._retry(claimed, attempt, f"{'; '.join(asks)} {RECONSIDER_REASON}"):
+                        return
+                    attempt += 1
+                    continue
                 if not errors:
                     accepted = protocol.accept(step, step.schema.model_validate(result.payload), view)
                     payload = accepted.payload

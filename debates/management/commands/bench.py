@@ -624,7 +624,7 @@ class Command(BaseCommand):
         label = {"anthropic": "Anthropic", "openai": "OpenAI-compatible"}[backend]
         self.stdout.write(f"\n{label} backend")
         header = (
-            f"  {'protocol':<18} {'completed':<10} {'turns':>5} {'failed':>6} {'repairs':>7} {'flags':>5} "
+            f"  {'protocol':<18} {'completed':<10} {'turns':>5} {'failed':>6} {'repairs':>7} {'asks':>4} {'flags':>5} "
             f"{'downs':>5} {'calls':>5} "
             f"{'obeying':>7} {'cost x':>6}  final status (reason)"
         )
@@ -644,7 +644,7 @@ class Command(BaseCommand):
                 status += f" [obeying run: {baseline['status']}]"
             self.stdout.write(
                 f"  {result['protocol']:<18} {completed:<10} {result['turns']:>5} {result['failed']:>6} "
-                f"{result['repairs']:>7} {result['flags']:>5} {result['step_downs']:>5} {result['answer_calls']:>5} "
+                f"{result['repairs']:>7} {result['reconsiders']:>4} {result['flags']:>5} {result['step_downs']:>5} {result['answer_calls']:>5} "
                 f"{baseline['answer_calls']:>7} {ratio:>6.2f}  "
                 f"{status[:160]}"
             )
@@ -655,7 +655,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"    {result['protocol']} repair: {reason[:200]}")
         done = sum(1 for r, _ in rows if r["status"] == "completed")
         failed = sum(r["failed"] for r, _ in rows)
-        repairs = sum(r["repairs"] for r, _ in rows)
+        repairs = sum(r["repairs"] + r["reconsiders"] for r, _ in rows)  # every second call for a turn
         calls = sum(r["answer_calls"] for r, _ in rows)
         obeying = sum(b["answer_calls"] for _, b in rows)
         flags = sum(r["flags"] for r, _ in rows)
@@ -663,7 +663,7 @@ class Command(BaseCommand):
         share = repairs / calls if calls else 0.0
         self.stdout.write(
             f"  {label}: {done}/{len(rows)} complete (target {len(rows)}/{len(rows)}), {failed} failed turns "
-            f"(target 0), {repairs} repairs = {share:.1%} of {calls} calls (target <= {TARGET_REPAIR_SHARE:.0%}), "
+            f"(target 0), {repairs} repairs (asks included) = {share:.1%} of {calls} calls (target <= {TARGET_REPAIR_SHARE:.0%}), "
             f"{flags} flagged items, {downs} steps down (target 0), "
             f"calls x{calls / obeying if obeying else float('nan'):.2f} of a model that obeys everything "
             f"({obeying}) {'OK' if done == len(rows) and not failed and not downs and share <= TARGET_REPAIR_SHARE else 'MISSED'}"

@@ -10,6 +10,8 @@ from django import template
 from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 
+from debates.protocols.market_panel import schema
+
 register = template.Library()
 
 # How a flagged item is marked beside it on the turn card (the card's flag list has the detail).
@@ -23,6 +25,39 @@ FLAG_MARKS = {
     "stance_length": "not 50–100 words",
     "no_citation": "cites no data",
 }
+
+
+@register.filter
+def opening_arguments(data: Any) -> list[Mapping[str, Any]]:
+    """An opening's arguments: as stored (`arguments`), or while it streams as asked (`argument_0` … in order, the
+    null ones left out, so they are numbered as code will number them)."""
+    if not isinstance(data, Mapping):
+        return []
+    if isinstance(data.get("arguments"), list):
+        return [a for a in data["arguments"] if isinstance(a, Mapping)]
+    numbered = []
+    for key, value in data.items():
+        number = key.removeprefix("argument_") if isinstance(key, str) else ""
+        if number != key and number.isdigit() and isinstance(value, Mapping):
+            numbered.append((int(number), value))
+    return [value for _, value in sorted(numbered, key=lambda item: item[0])]
+
+
+@register.filter
+def cross_challenges(data: Any) -> list[Mapping[str, Any]]:
+    """A cross-examination's challenges: as stored (`challenges`, each with its target's id), or while it streams
+    as asked (`on_arg_<n>`, one per opponent argument by its number: the target shown as `…_arg_<n>` until code
+    names it)."""
+    if not isinstance(data, Mapping):
+        return []
+    if isinstance(data.get("challenges"), list):
+        return [c for c in data["challenges"] if isinstance(c, Mapping)]
+    numbered = []
+    for key, value in data.items():
+        number = schema.challenge_number(key) if isinstance(key, str) else None
+        if number is not None and isinstance(value, Mapping):
+            numbered.append((number, {**value, "target_id": f"…_arg_{number}"}))
+    return [value for _, value in sorted(numbered, key=lambda item: item[0])]
 
 
 @register.filter

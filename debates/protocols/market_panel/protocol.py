@@ -1,11 +1,14 @@
 """Market panel (seed 004, the "Multi-Agent Debate × Market Analysis" series), generalised: seats are lens × stance
-(default technical / fundamental / macro / sentiment × bull / bear, handles like `tech_bull`), each given only its
-slice of a JSON data KB, plus a judge that sees the whole KB.
+(default technical / fundamental / macro / sentiment × bull / bear, handles as the seed's: `tech_bull`,
+`fund_bear`, `macro_bull`, `senti_bear`), each given only its slice of a JSON data KB, plus a judge that sees the
+whole KB.
 
 R1 openings in parallel (2–4 arguments each, ids `<seat>_arg_<n>`, zero-based) → R2 cross-examination paired
 within a lens only: serial within a pair (the first stance challenges, then the second challenges back, having
 read the first), the pairs in parallel; each side must challenge (refute, question the evidence or dispute in part)
-at least half of the opponent's arguments, else the round is flagged as a handshake → R3 closings in parallel
+at least half of the opponent's arguments: it answers them one property per argument (schema.cross_schema), an
+answer short of half is sent back once to repair (`repair_asks`), and one still short is kept and flagged, its
+pair shown as a handshake round when both sides are → R3 closings in parallel
 (refined claims with adjusted confidence, concessions, a 50–100-word final stance, conviction change) → R4 the
 judge scores every argument on logic / evidence / clarity / persuasiveness (1–10, weights configurable, default
 30/30/20/20) and gives the argument trace table UPHELD / WEAKENED / REFUTED, the bull case, the bear case and the
@@ -15,12 +18,17 @@ Code, not the judge, recomputes every weighted score (a judge's differing figure
 corrected) and verifies every cited data point against the KB (verified / mismatch / unverified path / inferred);
 the judge is given the verification results, and the page shows them.
 
-Each step's schema is built from the run (schema.py): a data point's path is an enum of the KB's paths, a target or
-an abandoned argument an enum of the stage's argument ids, the argument count and "every argument scored" required
-properties. Every answer valid against it is accepted: code fills the seat, the round, the argument ids and a refined
-argument's original claim, and flags (never refuses) what no schema can check: a figure that is not the KB's, a path
-outside the seat's slice, a challenge of an argument that is not the opponent's, a stance of the wrong length, a
-number out of range."""
+Each step's schema is built from the run (schema.py): a data point's path is an enum of the KB's paths, a challenge
+a property per opponent argument number, an abandoned argument an enum of the stage's argument ids, the argument
+count and "every argument scored" required properties. Every answer valid against it is accepted: code fills the
+seat, the round, the argument ids, a challenge's target and a refined argument's original claim, and flags (never
+refuses) what no schema can check: a figure that is not the KB's, a path outside the seat's slice, a challenge of an
+argument the opponent did not make, too few challenges (after the one repair), a stance of the wrong length, a
+number out of range.
+
+A run keeps the seat handles it was created with: the plan finds each seat by its lens (`seat_of`), so a run created
+before the sentiment seats took the seed's names (`sent_bull`, `r2/cross/sent/1`) still plans, renders and exports
+with its own."""
 
 from __future__ import annotations
 
@@ -29,7 +37,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -50,16 +58,21 @@ from debates.contract import (
 )
 from debates.engine.registry import register
 from debates.protocols.fallback import failure_reason
-from debates.protocols.market_panel import schema, signals
+from debates.protocols.market_panel import exports, schema, signals
 from debates.protocols.schemas import at_most, clamped, said
 from kb.citations import MISMATCH, UNVERIFIED, data_point_verify
 from kb.formats.seed004 import leaf_paths, path_get, slice_for
+
+if TYPE_CHECKING:
+    from debates.models import Run
 
 DIMENSIONS = ("logic", "evidence", "clarity", "persuasiveness")
 DEFAULT_WEIGHTS = {"logic": 30, "evidence": 30, "clarity": 20, "persuasiveness": 20}
 DEFAULT_LENSES = ("technical", "fundamental", "macro", "sentiment")
 STANCES: tuple[Literal["bull", "bear"], ...] = ("bull", "bear")
-LENS_PREFIX = {"technical": "tech", "fundamental": "fund", "macro": "macro", "sentiment": "sent"}
+# The seed's seat names: tech_bull, fund_bear, macro_bull, senti_bear. Runs created before the sentiment seats were
+# named senti_* keep their sent_* seats: the plan finds each seat by its lens (`seat_of`), never by its name.
+LENS_PREFIX = {"technical": "tech", "fundamental": "fund", "macro": "macro", "sentiment": "senti"}
 # Default slices for the seed's KB shape (the seed's own slice_for_agent mapping was not recoverable: this is the
 # obvious reading, see reference/seed-sources.md §4.1). Sections the KB lacks are dropped from the defaults.
 DEFAULT_SLICES: dict[str, tuple[str, ...]] = {
@@ -164,9 +177,10 @@ def key_opening(seat: str) -> str:
     return f"r1/opening/{seat}"
 
 
-def key_cross(lens: str, order: int) -> str:
-    """Order 1: the first stance challenges; order 2: the second stance, having read order 1."""
-    return f"r2/cross/{lens_prefix(lens)}/{order}"
+def key_cross(prefix: str, order: int) -> str:
+    """`prefix`: the pair's (`Pair.prefix`, its seats' handle before the stance). Order 1: the first stance
+    challenges; order 2: the second stance, having read order 1."""
+    return f"r2/cross/{prefix}/{order}"
 
 
 def key_closing(seat: str) -> str:
@@ -402,6 +416,30 @@ def half(count: int) -> int:
     return math.ceil(count / 2)
 
 
+def cross_answers(answer: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
+    """A cross-examination answer's challenges (one property per opponent argument number) as (number, challenge),
+    in number order, the null ones left out."""
+    found = []
+    for key, value in answer.items():
+        number = schema.challenge_number(key)
+        if number is not None and isinstance(value, Mapping):
+            found.append((number, value))
+    return sorted(found, key=lambda item: item[0])
+
+
+def cross_shortfall(payload: Mapping[str, Any] | None, targets: Sequence[str], opponent: str) -> str:
+    """Why a cross-examination breaks the seed's rule (it challenges fewer than half of the opponent's
+    arguments, a concession not counting), in one sentence; "" when it keeps it."""
+    challenged = challenge_count(payload, targets)
+    needed = half(len(targets))
+    if challenged >= needed:
+        return ""
+    return (
+        f"It challenges {challenged} of {opponent}'s {len(targets)} arguments; each side must challenge at least "
+        f"{needed}."
+    )
+
+
 def side_check(seat: str, payload: Mapping[str, Any] | None, targets: Sequence[str]) -> dict[str, Any]:
     challenged = challenge_count(payload, targets)
     needed = half(len(targets))
@@ -466,6 +504,21 @@ class Pair:
     lens: str
     first: str  # the seat challenging first
     second: str
+
+    @property
+    def prefix(self) -> str:
+        """What the pair's seats share before their stance (tech_bull, tech_bear: tech): its cross keys' part."""
+        return self.first.rsplit("_", 1)[0]
+
+
+def seat_of(view: RunView, lens: str, stance: str) -> str:
+    """The run's seat for a lens and a stance, found by its lens among the run's seats: a run keeps the handles it
+    was created with (one created before the sentiment seats were renamed has sent_bull, not senti_bull)."""
+    wanted = f"{lens} / {stance}"
+    return next(
+        (s.handle for s in view.seats.values() if s.role == "debater" and s.lens == wanted),
+        seat_handle(lens, stance),
+    )
 
 
 @dataclass
@@ -533,6 +586,11 @@ class MarketPanel(Protocol[MarketPanelConfig]):
     def arithmetic_mismatches(self, outcome: Mapping[str, Any]) -> list[Any] | None:
         return signals.arithmetic_mismatches(outcome)
 
+    def transcript_sections(self, run: Run) -> list[str]:
+        """The Markdown transcript's part of this protocol (after the turns and the outcome): the argument trace
+        table with the recomputed scores and the verified figures, as the run page shows it."""
+        return exports.transcript_sections(run)
+
     def kb_material(self, kb: Any) -> str:
         return MATERIAL_NOTE  # never the whole data KB in the shared prompt: each seat reads only its slice
 
@@ -562,10 +620,11 @@ class MarketPanel(Protocol[MarketPanelConfig]):
 
     # --- reading the board ---------------------------------------------------------------------------------------
 
-    @staticmethod
-    def pairs(config: MarketPanelConfig) -> list[Pair]:
+    def pairs(self, view: RunView) -> list[Pair]:
+        """The lenses' pairs with the run's own seat handles (`seat_of`), the first stance first."""
+        config = self.view_config(view)
         first, second = config.stances
-        return [Pair(lens, seat_handle(lens, first), seat_handle(lens, second)) for lens in config.lenses]
+        return [Pair(lens, seat_of(view, lens, first), seat_of(view, lens, second)) for lens in config.lenses]
 
     @staticmethod
     def data(view: RunView) -> dict[str, Any]:
@@ -578,12 +637,12 @@ class MarketPanel(Protocol[MarketPanelConfig]):
         return slice_for(MarketPanel.data(view), list(config.slices.get(lens, [])))
 
     def plan(self, view: RunView) -> Plan:
-        config = self.view_config(view)
         if not self.data(view):
             return Done(
                 {"protocol": self.name}, failed=True, reason="The run has no data knowledge base to debate."
             )
-        seats = [s.handle for s in self.seats(config) if s.role == "debater"]
+        pairs = self.pairs(view)
+        seats = [seat for pair in pairs for seat in (pair.first, pair.second)]
         board = Board()
 
         pending = [s for s in seats if not view.finished(key_opening(s))]
@@ -604,16 +663,16 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             )
 
         steps = []
-        stage_ids = self.argument_ids(board)
-        for pair in self.pairs(config):
+        counts = self.opponent_counts(board, pairs)
+        for pair in pairs:
             if board.openings[pair.first] is None or board.openings[pair.second] is None:
                 continue
             for order, (seat, opponent) in enumerate(
                 ((pair.first, pair.second), (pair.second, pair.first)), start=1
             ):
-                key = key_cross(pair.lens, order)
+                key = key_cross(pair.prefix, order)
                 if not view.finished(key):
-                    steps.append(self._cross_step(view, pair, order, seat, opponent, stage_ids))
+                    steps.append(self._cross_step(view, pair, order, seat, opponent, counts))
                     break  # serial within the pair: the second challenges only after the first
                 board.crosses[seat] = view.payload(key)
                 if board.crosses[seat] is None:
@@ -678,6 +737,18 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             a["id"] for seat, opening in board.openings.items() for a in self._arguments(seat, opening)
         )
 
+    def opponent_counts(self, board: Board, pairs: Sequence[Pair]) -> tuple[int, int]:
+        """(fewest, most) arguments of a seat that is challenged in the cross-examination (both openings of its
+        pair committed): the stage's cross schema requires the fewest and offers the most, the same for every
+        seat of the stage (they share one schema)."""
+        counts = [
+            len(self._arguments(seat, board.openings[seat]))
+            for pair in pairs
+            if board.openings[pair.first] is not None and board.openings[pair.second] is not None
+            for seat in (pair.first, pair.second)
+        ]
+        return (min(counts), max(counts)) if counts else (0, 0)
+
     def _opening_step(self, view: RunView, seat: str) -> Step:
         config = self.view_config(view)
         return Step(
@@ -701,12 +772,12 @@ class MarketPanel(Protocol[MarketPanelConfig]):
         ]
 
     def _cross_step(
-        self, view: RunView, pair: Pair, order: int, seat: str, opponent: str, stage_ids: tuple[str, ...]
+        self, view: RunView, pair: Pair, order: int, seat: str, opponent: str, counts: tuple[int, int]
     ) -> Step:
         opening = view.payload(key_opening(opponent))
         sees: tuple[str, ...] = (key_opening(pair.first), key_opening(pair.second))
         if order == 2:
-            sees += (key_cross(pair.lens, 1),)
+            sees += (key_cross(pair.prefix, 1),)
         context = {
             **self._seat_common(view, seat),
             "opponent": opponent,
@@ -716,22 +787,21 @@ class MarketPanel(Protocol[MarketPanelConfig]):
         }
         if order == 2:
             context["challenges_received"] = list(
-                (view.payload(key_cross(pair.lens, 1)) or {}).get("challenges", [])
+                (view.payload(key_cross(pair.prefix, 1)) or {}).get("challenges", [])
             )
         return Step(
-            key=key_cross(pair.lens, order),
+            key=key_cross(pair.prefix, order),
             seat=seat,
             stage="cross",
             task="cross",
-            schema=schema.cross_schema(self.paths(view), stage_ids),
+            schema=schema.cross_schema(self.paths(view), *counts),
             sees=sees,  # only this lens's openings (and the first challenge): no other pair's turns
             context=context,
         )
 
     def _closing_step(self, view: RunView, seat: str, board: Board, stage_ids: tuple[str, ...]) -> Step:
-        config = self.view_config(view)
         lens = view.seats[seat].lens.partition(" / ")[0]
-        pair = next(p for p in self.pairs(config) if p.lens == lens)
+        pair = next(p for p in self.pairs(view) if p.lens == lens)
         opponent = pair.second if seat == pair.first else pair.first
         received = (board.crosses.get(opponent) or {}).get("challenges", [])
         return Step(
@@ -740,7 +810,7 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             stage="closings",
             task="closing",
             schema=schema.closing_schema(stage_ids),
-            sees=(key_opening(pair.first), key_opening(pair.second), f"r2/cross/{lens_prefix(lens)}/"),
+            sees=(key_opening(pair.first), key_opening(pair.second), f"r2/cross/{pair.prefix}/"),
             context={
                 **self._seat_common(view, seat),
                 "opponent": opponent,
@@ -787,10 +857,38 @@ class MarketPanel(Protocol[MarketPanelConfig]):
 
     # --- accepting an answer: what code knows filled in, what it cannot verify flagged --------------------------------
 
+    def repair_asks(self, step: Step, payload: BaseModel, view: RunView) -> list[str]:
+        """What a schema-valid answer is sent back once to repair, then committed whatever it says (`accept` flags
+        what still breaks the rule): a cross-examination that challenges (refutes, questions the evidence of or
+        partly disputes) fewer than half of the opponent's arguments. The seed's rule ("challenge or refute at
+        least half"), which no schema can count: it is enforced by asking, not by refusing, so a model that only
+        honours the schema still completes the run. The engine calls this on a turn's first answer only."""
+        if step.task != "cross":
+            return []
+        targets = [a["id"] for a in step.context["opponent_arguments"]]
+        answer = payload.model_dump(mode="json", by_alias=True)
+        stored = {
+            "challenges": [
+                {"target_id": targets[n], "challenge_type": c["challenge_type"]}
+                for n, c in cross_answers(answer)
+                if n < len(targets)
+            ]
+        }
+        short = cross_shortfall(stored, targets, step.context["opponent"])
+        if not short:
+            return []
+        fields = ", ".join(schema.challenge_field(n) for n in range(len(targets)))
+        return [
+            f"{fields}: {short} Challenge (refute, question_evidence or partial) at least half; concede only what "
+            "truly holds."
+        ]
+
     def accept(self, step: Step, payload: BaseModel, view: RunView) -> Accepted:
         """Every answer valid against its step's schema is usable (`validate` has nothing to add): references are
-        enums, the argument count is required properties. Code fills the seat, the round, the argument ids and a
-        refined argument's original claim, maps the answer to the stored shape and flags what it cannot verify."""
+        enums, the argument count and the challenges' targets are properties. Code fills the seat, the round, the
+        argument ids, a challenge's target and a refined argument's original claim, maps the answer to the stored
+        shape and flags what it cannot verify (a cross-examination still short of the half rule after its one
+        repair, `repair_asks`, among them)."""
         answer = payload.model_dump(mode="json", by_alias=True)
         flags: list[Flag] = []
         if step.task == "opening":
@@ -854,27 +952,20 @@ class MarketPanel(Protocol[MarketPanelConfig]):
         data, allowed, opponent = self.data(view), context["slice_paths"], context["opponent"]
         targets = [a["id"] for a in context["opponent_arguments"]]
         challenges: list[dict[str, Any]] = []
-        for number, challenge in enumerate(answer["challenges"], start=1):
-            target = challenge["target_id"]
-            if target not in targets:
+        for number, challenge in cross_answers(answer):
+            if number >= len(targets):
                 flags.append(
                     Flag(
                         "not_opponent_argument",
-                        "challenges",
-                        f"Challenge {number} targets {target}, not one of {opponent}'s arguments "
-                        f"({', '.join(targets)}): dropped.",
+                        schema.challenge_field(number),
+                        f"{opponent} made no argument {number} (its arguments: {', '.join(targets)}): dropped.",
                     )
-                )
-                continue
-            if any(c["target_id"] == target for c in challenges):
-                flags.append(
-                    Flag("duplicate", "challenges", f"Challenge {number} answers {target} again: dropped.")
                 )
                 continue
             where = f"challenges.{len(challenges)}"
             challenges.append(
                 {
-                    "target_id": target,
+                    "target_id": targets[number],
                     "challenge_type": challenge["challenge_type"],
                     "reasoning": said(challenge["reasoning"], f"{where}.reasoning", flags, "reasoning"),
                     "new_evidence": evidence_accept(
@@ -887,9 +978,12 @@ class MarketPanel(Protocol[MarketPanelConfig]):
                     ),
                 }
             )
+        stored = {"challenges": challenges}
         if not challenges:
             flags.append(Flag("no_challenge", "", f"No challenge of {opponent}'s arguments is left."))
-        return {"challenges": challenges}
+        elif short := cross_shortfall(stored, targets, opponent):
+            flags.append(Flag("too_few_challenges", "challenges", short))
+        return stored
 
     def _accept_closing(self, step: Step, answer: Mapping[str, Any], flags: list[Flag]) -> dict[str, Any]:
         claims = {a["id"]: a.get("claim", "") for a in step.context["own_arguments"]}
@@ -1007,7 +1101,7 @@ class MarketPanel(Protocol[MarketPanelConfig]):
                 elif c["status"] == UNVERIFIED:
                     unknown.append({"seat": seat, "where": where, **c})
 
-        for pair in self.pairs(config):
+        for pair in self.pairs(view):
             allowed = config.slices[pair.lens]
             sides = []
             for seat, opponent in ((pair.first, pair.second), (pair.second, pair.first)):
@@ -1142,7 +1236,7 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             "weights": dict(config.weights),
             "lenses": list(config.lenses),
             "slices": {k: list(v) for k, v in config.slices.items()},
-            "seats": [s.handle for s in self.seats(config) if s.role == "debater"],
+            "seats": [seat for pair in self.pairs(view) for seat in (pair.first, pair.second)],
             "rows": rows,
             "pairs": traced["pairs"],
             "handshakes": traced["handshakes"],

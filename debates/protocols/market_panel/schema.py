@@ -5,12 +5,16 @@ Asked (the step schemas, see debates.protocols.schemas):
 - an opening is one property per argument, `argument_0` … `argument_<max-1>`: the configured minimum are required,
   the rest optional (null or absent), so the count holds by construction; a cited data point's `source` is an enum
   of the data KB's paths (the whole KB's, so the parallel openings share one schema);
-- a challenge's `target_id`, a closing's refined `argument_id` and `abandoned` ids are enums of every argument id of
-  the stage (the same for all seats of the stage); a target that is not the opponent's, or an id that is not the
-  seat's own, is dropped and flagged by the protocol;
+- a cross-examination is one property per argument of the opponent, by its number (`on_arg_<n>` challenges
+  `<opponent>_arg_<n>`, code fills the `target_id`): each argument is answered once at most and only the
+  opponent's can be, by construction; the stage's fewest opponent arguments are required, the rest optional, the
+  same for every seat of the stage. "Challenge at least half" (a concession does not count) is no schema's: an
+  answer short of it is asked to repair once (`MarketPanel.repair_asks`), then kept and flagged;
+- a closing's refined `argument_id` and `abandoned` ids are enums of every argument id of the stage (the same for
+  all seats of the stage); an id that is not the seat's own is dropped and flagged by the protocol;
 - the judge's `scores` has one required property per argument id.
-Never asked: the seat's name, the round, its argument ids, the original claim of a refined argument (code fills them
-in `MarketPanel.accept`). Lengths, ranges and counts are stated for the models that honour them and flagged, not
+Never asked: the seat's name, the round, its argument ids, a challenge's target, the original claim of a refined
+argument (code fills them in `MarketPanel.accept`). Lengths, ranges and counts are stated for the models that honour them and flagged, not
 enforced.
 
 Stored (unchanged, what the pages, the trace and the exports read): an opening `{agent, round, arguments: [{id,
@@ -130,19 +134,35 @@ def opening_schema(paths: tuple[str, ...] | None, minimum: int, maximum: int) ->
     )
 
 
+CHALLENGE_PREFIX = "on_arg_"
+
+
+def challenge_field(number: int) -> str:
+    """The cross-examination's property for the opponent's argument `number` (its id `<opponent>_arg_<n>`)."""
+    return f"{CHALLENGE_PREFIX}{number}"
+
+
+def challenge_number(field: str) -> int | None:
+    """The opponent's argument number a cross-examination property answers; None: not such a property."""
+    number = field.removeprefix(CHALLENGE_PREFIX)
+    return int(number) if number != field and number.isdigit() else None
+
+
 @cache
-def cross_schema(paths: tuple[str, ...] | None, argument_ids: tuple[str, ...]) -> type[BaseModel]:
-    """A cross-examination: challenges of arguments named by id (every argument of the stage, so the pairs share
-    one schema; the protocol keeps those on the opponent's)."""
+def cross_schema(paths: tuple[str, ...] | None, required: int, maximum: int) -> type[BaseModel]:
+    """A cross-examination: one property per argument of the opponent, by its number (`on_arg_<n>` answers
+    `<opponent>_arg_<n>`), so each argument is answered at most once and only the opponent's can be, by
+    construction. Numbered, not named by id, so the stage's seats share one schema whoever their opponent:
+    `required` is the fewest arguments any opponent of the stage made (every seat must answer at least that many:
+    half of them or more in a panel of 2-4 arguments), `maximum` the most; the rest may be null."""
     challenge = _model(
         "Challenge",
-        target_id=(choice(argument_ids), Field(description="The opponent's argument challenged.")),
         challenge_type=(
             ChallengeType,
             Field(
                 description="refute: a logical or factual error; question_evidence: the evidence is insufficient "
-                "or its conditions are not met; concede: the argument holds; partial: the core holds, degree or "
-                "scope disputed."
+                "or its conditions are not met; partial: the core holds, degree or scope disputed; concede: the "
+                "argument holds (a concession does not count toward the half you must challenge)."
             ),
         ),
         reasoning=(
@@ -154,12 +174,21 @@ def cross_schema(paths: tuple[str, ...] | None, argument_ids: tuple[str, ...]) -
             Field("", description="New evidence from the knowledge base only (same forms as an argument's)."),
         ),
     )
+    fields: dict[str, Any] = {}
+    for number in range(maximum):
+        about = f"Your challenge of your opponent's argument {number} (the one whose id ends _arg_{number})"
+        if number < required:
+            fields[challenge_field(number)] = (challenge, Field(description=f"{about}."))
+        else:
+            fields[challenge_field(number)] = (
+                challenge | None,
+                Field(None, description=f"{about}; null when your opponent made no argument {number}."),
+            )
     return _model(
         "CrossExamination",
-        challenges=(
-            _list_of(challenge),
-            Field(min_length=1, description="One challenge per argument addressed."),
-        ),
+        "One challenge per argument of your opponent, by its number; challenge (refute, question_evidence or "
+        "partial) at least half of them.",
+        **fields,
     )
 
 

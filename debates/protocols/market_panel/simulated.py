@@ -1,13 +1,17 @@
-"""Simulated play of the market panel (seed 004): deterministic for (run seed, step key), grounded in each seat's
-slice of the data KB (the judge in the whole KB and code's verification of every citation).
+"""Simulated play of the market panel (seed 004): deterministic for (run seed, step key), grounded in the run's own
+topic and each seat's slice of the run's own data KB (the judge in the whole KB and code's verification of every
+citation). Every figure and name a seat writes is read from that KB: no reading, label or fallback carries a fact
+of the demo KB or of any other topic, and the closings and the judge's synthesis name the run's topic.
 
 How the simulated seats play, so every rule of the protocol shows:
 
 - every data point of a seat's slice is read as a signal: up or down (returns and changes by their sign, moving
   averages above / below, RSI bands, MACD, P/E against its long-term average, the earnings yield, sector rotation,
   macro series by their trend and whether rising is good for risk assets, VIX regime, breadth, the character of
-  volume) or neutral. An opening argues from the points that lean its way, one argument per entity (an index, a
-  macro series, breadth...), two points at most each, between the configured minimum and maximum; with too few,
+  volume) or neutral; a KB of another shape (a lens and slice of the user's own) has its numbers read by their
+  own keys (a change by its sign). An opening argues from the points that lean its way, the entities the topic
+  names first ("S&P 500" names SPX, "CPI" the CPI series), one argument per entity (an index, a macro series,
+  breadth...), two points at most each, between the configured minimum and maximum; with too few,
   it reads a point against its stance ("already priced in") at low confidence, which the opponent then refutes.
   Counterpoints are the strongest points against the stance. Seats of the second stance on every other lens write
   their evidence as one string (the seed's main variant), the others as {data_point, source} items with
@@ -16,9 +20,11 @@ How the simulated seats play, so every rule of the protocol shows:
   first argument quotes a value 15 % off the KB's. Its opponent, reading the same slice, refutes it with the true
   value, the seat abandons the argument in its closing, and the judge, shown the mismatch, scores it REFUTED;
 - one pair shakes hands (`{"handshake": "<lens>"}`, default: the last lens; "" for none): both sides concede all
-  but one argument, so each challenges fewer than half and the round is flagged. Otherwise a side concedes the
+  but one argument, so each challenges fewer than half, and keep their concessions when sent back to repair them:
+  the round is flagged. Otherwise a side concedes the
   opponent's strongest argument (when it has 3 or more), refutes the weakest (and any misquoted or low-confidence
-  one), and questions the evidence of or partly disputes the rest, citing its own points as new evidence;
+  one), and questions the evidence of or partly disputes the rest, citing its own points as new evidence, one
+  answer per opponent argument (`on_arg_<n>`);
 - a closing abandons what was refuted for a wrong figure or rested on a reading against its stance, and refines the
   rest with confidence adjusted to the challenge (refute -0.2, question_evidence -0.1, partial -0.05, conceded by
   the opponent +0.05), with a final stance of 50-100 words;
@@ -34,6 +40,7 @@ The (seed, key) random source only picks among equivalent phrasings; no score or
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -114,7 +121,12 @@ def read(tree: Item, path: str, value: Any) -> Point | None:
     if numeric and key == "relative_strength_vs_spx":
         name = tree.get(section, {}).get(parts[1], {}).get("name", label)
         return Point(
-            path, value, _sign(value), f"{name} relative strength vs SPX {{v}}", entity, abs(value) / 2
+            path,
+            value,
+            _sign(value),
+            f"{name} relative strength vs the benchmark {{v}}",
+            entity,
+            abs(value) / 2,
         )
     if numeric and key == "vs_52w_high_pct":
         lean = 1 if value > -3 else -1 if value < -5 else 0
@@ -145,9 +157,7 @@ def read(tree: Item, path: str, value: Any) -> Point | None:
             [(f"{'.'.join(parts[:-1])}.long_term_avg_pe", average)],
         )
     if numeric and key == "sp500_earnings_yield_approx":
-        return Point(
-            path, value, -1 if value < 4 else 1, "S&P 500 earnings yield {v}%", section + ".yield", 3.0
-        )
+        return Point(path, value, -1 if value < 4 else 1, "Earnings yield {v}%", section + ".yield", 3.0)
     if key == "sector_rotation_signal":
         lean = (
             -1 if "defensive" in str(value) else 1 if "cyclical" in str(value) or "risk" in str(value) else 0
@@ -206,6 +216,66 @@ def points(tree: Item) -> list[Point]:
     return found
 
 
+CHANGE_WORDS = ("change", "return", "growth", "yoy", "pct", "delta")
+
+
+def generic_points(tree: Item) -> list[Point]:
+    """The numbers `read` does not know, for a data KB of another shape than the seed's (a lens and slice of the
+    user's own): a change (its key says change, return, growth, yoy, pct, delta) read by its sign, any other number
+    neutral. Only what the KB holds, labelled by its own keys and names."""
+    found = []
+    for path in leaf_paths(tree):
+        try:
+            value = path_get(tree, path)
+        except KeyError:
+            continue
+        parts = path.split(".")
+        key = parts[-1]
+        if not isinstance(value, int | float) or isinstance(value, bool) or key in SKIP:
+            continue
+        if read(tree, path, value) is not None:
+            continue
+        change = any(word in key.lower() for word in CHANGE_WORDS)
+        label = _label(tree, parts) if len(parts) > 1 else ""
+        text = f"{label} {key.replace('_', ' ')}".strip()
+        entity = ".".join(parts[:2]) if len(parts) > 2 else parts[0]
+        found.append(
+            Point(
+                path, value, _sign(value) if change else 0, f"{text} at {{v}}", entity, 1.0 if change else 0.5
+            )
+        )
+    return found
+
+
+def topic_entities(tree: Item, topic: str) -> set[str]:
+    """The entities of `tree` (`section.key`) that the run's topic names, by key, ticker, name or indicator as a
+    whole word ("S&P 500" names indices.SPX and technicals.SPX; "CPI" names macro.CPI)."""
+    wanted = topic.casefold()
+    found = set()
+    for section, children in tree.items():
+        if not isinstance(children, Mapping):
+            continue
+        for key, node in children.items():
+            names = {str(key)}
+            if isinstance(node, Mapping):
+                names |= {
+                    str(node[f]) for f in ("ticker", "name", "indicator") if isinstance(node.get(f), str)
+                }
+            if any(_names(wanted, name) for name in names):
+                found.add(f"{section}.{key}")
+    return found
+
+
+def _names(topic: str, name: str) -> bool:
+    name = name.casefold().strip()
+    return len(name) >= 2 and re.search(rf"(?<![\w&]){re.escape(name)}(?!\w)", topic) is not None
+
+
+def topic_short(topic: str) -> str:
+    """The run's topic as a seat quotes it (one line, at most 80 characters)."""
+    return _cut(" ".join(topic.split()), 80)
+
+
 def _sign_of(stance: str) -> int:
     return 1 if stance == "bull" else -1
 
@@ -218,7 +288,7 @@ def _options(request: AgentRequest) -> tuple[str, str]:
     """(the misquoting seat, the handshake lens), with their defaults."""
     config = request.view.config
     lenses = list(getattr(config, "lenses", proto.DEFAULT_LENSES))
-    default_seat = proto.seat_handle(lenses[1] if len(lenses) > 1 else lenses[0], "bull")
+    default_seat = proto.seat_of(request.view, lenses[1] if len(lenses) > 1 else lenses[0], "bull")
     misquote = str(request.options.get("misquote", default_seat) or "")
     handshake = str(request.options.get("handshake", lenses[-1]) or "")
     return misquote, handshake
@@ -235,10 +305,9 @@ def wrong(value: Any) -> Any:
     return "n/a"
 
 
-def string_variant(seat: str, lenses: Sequence[str]) -> bool:
-    lens, _, stance = seat.rpartition("_")
-    prefixes = [proto.lens_prefix(x) for x in lenses]
-    return stance == "bear" and lens in prefixes and prefixes.index(lens) % 2 == 1
+def string_variant(lens: str, stance: str, lenses: Sequence[str]) -> bool:
+    """The bear of every other lens writes its evidence as one string (the seed's main variant)."""
+    return stance == "bear" and lens in lenses and list(lenses).index(lens) % 2 == 1
 
 
 # --- round 1 ---------------------------------------------------------------------------------------------------------
@@ -261,19 +330,28 @@ def _opening(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     lenses = list(getattr(request.view.config, "lenses", proto.DEFAULT_LENSES))
     misquote, _ = _options(request)
     found = points(tree)
+    extra = generic_points(tree)  # a KB of another shape: its own numbers, as the last resort
+    if not found:
+        found, extra = extra, []
     sign = _sign_of(stance)
-    aligned = sorted((p for p in found if p.lean == sign), key=lambda p: (-p.strength, p.path))
-    against = sorted((p for p in found if p.lean == -sign), key=lambda p: (-p.strength, p.path))
+    focus = topic_entities(tree, request.view.topic)
+
+    def order(p: Point) -> tuple[bool, float, str]:
+        return (p.entity not in focus, -p.strength, p.path)  # what the topic names first
+
+    aligned = sorted((p for p in found if p.lean == sign), key=order)
+    against = sorted((p for p in found if p.lean == -sign), key=order)
     groups: dict[str, list[Point]] = {}
     for point in aligned:
         if len(groups.setdefault(point.entity, [])) < 2:
             groups[point.entity].append(point)
     chosen = list(groups.values())[: context["arguments_max"]]
     weak: list[list[Point]] = []
-    spare = [p for p in against + [p for p in found if p.lean == 0] if all(p is not q[0] for q in chosen)]
+    neutral = sorted((p for p in found if p.lean == 0), key=order)
+    spare = [p for p in against + neutral + extra if all(p is not q[0] for q in chosen)]
     while len(chosen) + len(weak) < context["arguments_min"] and spare:
         weak.append([spare.pop(0)])
-    as_string = string_variant(seat, lenses)
+    as_string = string_variant(context["lens"], stance, lenses)
     arguments = []
     for number_, group in enumerate(chosen + weak):
         reading = group in weak
@@ -324,10 +402,14 @@ def _cross(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     stance = context["stance"]
     _, handshake = _options(request)
     targets = list(context["opponent_arguments"])
-    own = sorted((p for p in points(tree) if p.lean == _sign_of(stance)), key=lambda p: (-p.strength, p.path))
+    focus = topic_entities(tree, request.view.topic)
+    own = sorted(
+        (p for p in points(tree) if p.lean == _sign_of(stance)),
+        key=lambda p: (p.entity not in focus, -p.strength, p.path),
+    )
     ranked = sorted(targets, key=lambda a: (a.get("confidence", 0), a["id"]))  # weakest first
     strongest = ranked[-1]["id"] if ranked else ""
-    challenges = []
+    challenges: dict[int, dict[str, Any]] = {}
     for index, argument in enumerate(ranked):
         wrong_figures = _misquoted(argument, tree)
         counter = own[index % len(own)] if own else None
@@ -348,16 +430,14 @@ def _cross(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         if kind == "concede":
             new_evidence = ""
         reasoning = _reasoning(rng, kind, claim, counter, wrong_figures)
-        challenges.append(
-            {
-                "target_id": argument["id"],
-                "challenge_type": kind,
-                "reasoning": reasoning,
-                "new_evidence": new_evidence,
-            }
-        )
-    challenges.sort(key=lambda c: c["target_id"])
-    return {"challenges": challenges}
+        challenges[targets.index(argument)] = {
+            "challenge_type": kind,
+            "reasoning": reasoning,
+            "new_evidence": new_evidence,
+        }
+    # One property per opponent argument, by its number, as the step's schema asks; code fills the target. The
+    # handshake pair keeps its concessions when asked to repair them: the rule is then flagged, as the seed wants.
+    return {schema.challenge_field(n): challenges[n] for n in sorted(challenges)}
 
 
 def _reasoning(
@@ -442,7 +522,8 @@ def _closing(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         conviction = "unchanged"
     stance_word = "bullish" if stance == "bull" else "bearish"
     sentences = [
-        f"The {lens} outlook remains {stance_word}, but the cross-examination changed its shape.",
+        f"On “{topic_short(request.view.topic)}”, the {lens} outlook remains {stance_word}, but the "
+        "cross-examination changed its shape.",
         f"{len(refined)} of my {len(context['own_arguments'])} arguments survive in refined form"
         + (f", and I abandon {', '.join(abandoned)}" if abandoned else "")
         + ".",
@@ -545,6 +626,7 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         scores[0]["weighted"] = round(min(10.0, scores[0]["weighted"] + 0.8), 1)
     code_scores = {s["argument_id"]: float(proto.weighted_score(s, weights)) for s in scores}
     by_id = {a["id"]: a for a in context["arguments"]}
+    topic = topic_short(request.view.topic)
 
     def case(stance: str) -> tuple[str, float]:
         mine = sorted(
@@ -562,11 +644,11 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         ]
         mean = sum(every) / len(every) if every else 0.0
         if not mine:
-            return f"No {stance} argument survived cross-examination.", mean
+            return f"No {stance} argument on “{topic}” survived cross-examination.", mean
         text = "; ".join(
             f"{by_id[s['argument_id']]['claim']} ({s['argument_id']}, {s['status']})" for s in mine[:2]
         )
-        return f"The {stance} case rests on: {text}.", mean
+        return f"The {stance} case on “{topic}” rests on: {text}.", mean
 
     bull_text, bull_mean = case("bull")
     bear_text, bear_mean = case("bear")
@@ -577,7 +659,7 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             values = [
                 code_scores[s["argument_id"]]
                 for s in scores
-                if by_id[s["argument_id"]]["seat"] == proto.seat_handle(lens, stance)
+                if by_id[s["argument_id"]]["seat"] == proto.seat_of(request.view, lens, stance)
             ]
             means[stance] = sum(values) / len(values) if values else 0.0
         gaps.append((abs(means["bull"] - means["bear"]), lens, means))
@@ -587,7 +669,7 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         _, lens, means = gaps[0]
         leader = "bull" if means["bull"] >= means["bear"] else "bear"
         insight = (
-            f"The {lens} lens separated the sides most: its {leader} arguments averaged "
+            f"On “{topic}”, the {lens} lens separated the sides most: its {leader} arguments averaged "
             f"{means[leader]:.1f} against {means['bear' if leader == 'bull' else 'bull']:.1f}."
         )
     if handshake_lenses:
@@ -603,7 +685,7 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         "synthesis": {
             "bull_case_summary": bull_text,
             "bear_case_summary": bear_text,
-            "key_insight": insight.strip() or "The debate was even.",
+            "key_insight": insight.strip() or f"The debate on “{topic}” was even.",
         },
         "stronger_case": "bull" if bull_mean > bear_mean else "bear",
         "evidence_issues": issues,

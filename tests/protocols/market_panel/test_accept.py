@@ -1,8 +1,10 @@
 """The market panel's step schemas and what its `accept` does with an answer (issue 22): references are enums of
-what exists (the KB's paths, the stage's argument ids), the argument count and "every argument scored" are required
-properties, the seat's name, the round, its argument ids and a refined argument's original claim are filled by
-code, and what no schema can check (a figure that is not the KB's, a path outside the seat's slice, a target that
-is not the opponent's, a stance of the wrong length, a number out of range) is flagged, never refused."""
+what exists (the KB's paths, the stage's argument ids), the argument count, "one challenge per opponent argument"
+and "every argument scored" are required properties, the seat's name, the round, its argument ids, a challenge's
+target and a refined argument's original claim are filled by code, and what no schema can check (a figure that is
+not the KB's, a path outside the seat's slice, a challenge of an argument the opponent did not make, a stance of
+the wrong length, a number out of range) is flagged, never refused. The half rule of the cross-examination is in
+test_cross_rule.py."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pydantic import ValidationError
 
 from debates.contract import Done, Flag, RunView, Step, Steps
 from debates.protocols.market_panel import schema
-from debates.protocols.market_panel.protocol import KEY_JUDGEMENT, PATHS_ENUM_MAX, kb_paths
+from debates.protocols.market_panel.protocol import KEY_JUDGEMENT, PATHS_ENUM_MAX, kb_paths, key_opening
 from kb.formats.seed004 import leaf_paths
 from tests.protocols.market_panel.test_protocol import (
     DATA,
@@ -24,6 +26,7 @@ from tests.protocols.market_panel.test_protocol import (
     closing,
     closings,
     crosses,
+    opening,
     openings,
     view,
 )
@@ -116,20 +119,21 @@ def test_a_data_point_cites_one_of_the_kbs_paths() -> None:
 
 
 def test_the_seats_of_a_parallel_stage_share_one_schema() -> None:
-    """The schema is part of the prompt cache's key: the openings, the cross-examinations and the closings each
-    name every path of the KB and every argument of the stage, whoever the seat."""
+    """The schema is part of the prompt cache's key: the openings name every path of the KB, the
+    cross-examinations the opponent's arguments by number (whoever the opponent), the closings every argument of
+    the stage, whoever the seat."""
     assert len({s.schema for s in steps({}).values()}) == 1
     cross = steps(openings())
     assert len({s.schema for s in cross.values()}) == 1
-    challenge = next(iter(cross.values())).schema.model_json_schema()["$defs"]["Challenge"]
-    assert challenge["properties"]["target_id"]["enum"] == [f"{s}_arg_{n}" for s in SEATS for n in range(2)]
+    cross_schema = next(iter(cross.values())).schema.model_json_schema()
+    assert list(cross_schema["properties"]) == ["on_arg_0", "on_arg_1"]
+    assert "target_id" not in cross_schema["$defs"]["Challenge"]["properties"]
     closing_steps = steps({**openings(), **crosses()})
     assert len({s.schema for s in closing_steps.values()}) == 1
     closing_schema = next(iter(closing_steps.values())).schema.model_json_schema()
-    assert (
-        closing_schema["properties"]["abandoned"]["items"]["enum"]
-        == challenge["properties"]["target_id"]["enum"]
-    )
+    assert closing_schema["properties"]["abandoned"]["items"]["enum"] == [
+        f"{s}_arg_{n}" for s in SEATS for n in range(2)
+    ]
     assert "original" not in closing_schema["$defs"]["RefinedClaim"]["properties"]
 
 
@@ -264,65 +268,59 @@ def test_what_breaks_a_stated_limit_is_kept_clamped_or_cut_and_flagged() -> None
 # --- cross-examination ---------------------------------------------------------------------------------------------------
 
 
-def challenge(target: str, kind: str = "refute", **more: Any) -> dict[str, Any]:
-    return {"target_id": target, "challenge_type": kind, "reasoning": "Because.", **more}
+def challenge(kind: str = "refute", **more: Any) -> dict[str, Any]:
+    return {"challenge_type": kind, "reasoning": "Because.", **more}
 
 
-def test_a_challenge_of_anything_but_an_opponents_argument_is_dropped_and_flagged() -> None:
+def test_a_challenge_names_no_target_code_fills_it_from_the_opponent_argument_number() -> None:
     history = openings()
     step = steps(history)["tech_bull"]
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        step.schema.model_validate(
+            {"on_arg_0": challenge(target_id="tech_bear_arg_0"), "on_arg_1": challenge()}
+        )
     answer = {
-        "challenges": [
-            challenge("fund_bear_arg_0"),
-            challenge(
-                "tech_bear_arg_1",
-                "partial",
-                new_evidence=[{"data_point": "41.3", "source": "technicals.RUT.rsi_14"}],
-            ),  # fmt: skip
-            challenge("tech_bear_arg_1", "concede"),
-            challenge("tech_bull_arg_0"),
-        ]
+        "on_arg_0": challenge("question_evidence"),
+        "on_arg_1": challenge(
+            "partial", new_evidence=[{"data_point": "41.3", "source": "technicals.RUT.rsi_14"}]
+        ),
     }
     payload, flags = accept(step, answer, history)
     assert payload == {
         "challenges": [
-            {
-                "target_id": "tech_bear_arg_1",
-                "challenge_type": "partial",
-                "reasoning": "Because.",
-                "new_evidence": [
-                    {"data_point": "41.3", "source": "technicals.RUT.rsi_14", "inferred": False}
-                ],
-            }
+            {"target_id": "tech_bear_arg_0", "challenge_type": "question_evidence", "reasoning": "Because.",
+             "new_evidence": ""},
+            {"target_id": "tech_bear_arg_1", "challenge_type": "partial", "reasoning": "Because.",
+             "new_evidence": [{"data_point": "41.3", "source": "technicals.RUT.rsi_14", "inferred": False}]},
         ]
-    }
+    }  # fmt: skip
+    assert flags == []
+
+
+def test_a_challenge_of_an_argument_the_opponent_did_not_make_is_dropped_and_flagged() -> None:
+    """The stage's schema offers as many properties as the most prolific opponent made arguments: a seat whose
+    opponent made fewer may still fill the extra ones, which answer nothing."""
+    history = {**openings(), key_opening("fund_bear"): opening("fund_bear", 3)}
+    step = steps(history)["tech_bull"]
+    answer = {"on_arg_0": challenge(), "on_arg_1": challenge("partial"), "on_arg_2": challenge()}
+    payload, flags = accept(step, answer, history)
+    assert [c["target_id"] for c in payload["challenges"]] == ["tech_bear_arg_0", "tech_bear_arg_1"]
     assert flags == [
         Flag(
             "not_opponent_argument",
-            "challenges",
-            "Challenge 1 targets fund_bear_arg_0, not one of tech_bear's arguments (tech_bear_arg_0, tech_bear_arg_1): dropped.",
-        ),  # fmt: skip
-        Flag("duplicate", "challenges", "Challenge 3 answers tech_bear_arg_1 again: dropped."),
-        Flag(
-            "not_opponent_argument",
-            "challenges",
-            "Challenge 4 targets tech_bull_arg_0, not one of tech_bear's arguments (tech_bear_arg_0, tech_bear_arg_1): dropped.",
-        ),  # fmt: skip
+            "on_arg_2",
+            "tech_bear made no argument 2 (its arguments: tech_bear_arg_0, tech_bear_arg_1): dropped.",
+        )
     ]
-
-
-def test_a_cross_examination_left_with_no_challenge_is_kept_flagged_and_counts_as_short() -> None:
-    history = openings()
-    step = steps(history)["tech_bull"]
-    payload, flags = accept(step, {"challenges": [challenge("macro_bull_arg_1")]}, history)
-    assert payload == {"challenges": []}
-    assert kinds(flags) == [("not_opponent_argument", "challenges"), ("no_challenge", "")]
 
 
 def test_new_evidence_is_verified_like_an_arguments() -> None:
     history = openings()
     step = steps(history)["tech_bull"]
-    answer = {"challenges": [challenge("tech_bear_arg_0", new_evidence=[{"data_point": "99", "source": "technicals.SPX.rsi_14"}])]}  # fmt: skip
+    answer = {
+        "on_arg_0": challenge(new_evidence=[{"data_point": "99", "source": "technicals.SPX.rsi_14"}]),
+        "on_arg_1": challenge(),
+    }
     _, flags = accept(step, answer, history)
     assert kinds(flags) == [("number_mismatch", "challenges.0.new_evidence.0")]
 

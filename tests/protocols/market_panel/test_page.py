@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.template.loader import render_to_string
 from django.test import Client
 
 from debates.models import Run
 from debates.protocols.market_panel.protocol import MATERIAL_NOTE
+from debates.selectors.cards import live_card
 from debates.services import runs as services
 from kb.demo import demo_kbs_load
 from kb.models import KnowledgeBase
@@ -188,6 +190,26 @@ def test_untrusted_kb_text_is_escaped(moderator_client: Client) -> None:
     assert any("<img src=x" in c for c in claims)  # the simulated bull argues from that sector
     html = moderator_client.get(f"/runs/{run.pk}/").content.decode()
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;Tech" in html
+
+
+def test_a_streaming_opening_and_challenge_render_what_has_arrived_in_the_shape_asked() -> None:
+    """What streams is the model's shape (one property per argument, one per opponent argument): the card shows it
+    as it arrives, numbered as code will number it."""
+    text = (
+        '{"argument_0": {"claim": "SPX above its MA200", "evidence": [{"data_point": "above", "source": "tec'
+    )
+    html = render_to_string(
+        "debates/run_detail.html#turn-live",
+        {"card": live_card(key="r1/opening/tech_bull", task="opening", protocol="market-panel", text=text)},
+    )
+    assert 'data-argument="tech_bull_arg_0"' in html and "SPX above its MA200" in html
+    text = '{"on_arg_0": {"challenge_type": "refute", "reasoning": "Lagging"}, "on_arg_1": {"challenge_type": "conc'
+    html = render_to_string(
+        "debates/run_detail.html#turn-live",
+        {"card": live_card(key="r2/cross/tech/1", task="cross", protocol="market-panel", text=text)},
+    )
+    assert 'data-target="…_arg_0" data-type="refute"' in html and "Lagging" in html
+    assert 'data-target="…_arg_1"' in html
 
 
 # --- headless ------------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ of the seed, and the degradation paths."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -41,11 +42,11 @@ SEATS = [
     "fund_bear",
     "macro_bull",
     "macro_bear",
-    "sent_bull",
-    "sent_bear",
+    "senti_bull",
+    "senti_bear",
 ]
 PAIRS = {"tech": ("tech_bull", "tech_bear"), "fund": ("fund_bull", "fund_bear"), "macro": ("macro_bull", "macro_bear"),
-         "sent": ("sent_bull", "sent_bear")}  # fmt: skip
+         "senti": ("senti_bull", "senti_bear")}  # fmt: skip
 
 
 def kb(data: dict[str, Any] | None = None, kind: str = "data") -> Any:
@@ -99,7 +100,7 @@ def opening(seat: str, count: int = 2) -> dict[str, Any]:
         "fund": [("fundamentals.sp500_pe_approx.current_pe_approx", "27.4"), ("sectors.XLK.change_20d_pct", "3.9"),
                  ("fundamentals.sp500_earnings_yield_approx", "3.65")],
         "macro": [("macro.CPI.latest_value", "2.8"), ("macro.GDP.latest_value", "1.7"), ("macro.UNRATE.latest_value", "4.5")],
-        "sent": [("sentiment.vix_level", "17.6"), ("sentiment.sector_breadth.positive_20d", "7/10"),
+        "senti": [("sentiment.vix_level", "17.6"), ("sentiment.sector_breadth.positive_20d", "7/10"),
                  ("sentiment.sector_breadth.breadth_regime", "narrowing")],
     }[seat.split("_")[0]]  # fmt: skip
     return {
@@ -188,10 +189,54 @@ def full_history(**judge: Any) -> dict[str, dict[str, Any] | None]:
 # --- seats, config and slices ----------------------------------------------------------------------------------------
 
 
-def test_seats_are_lens_by_stance_plus_a_judge() -> None:
+def test_seats_are_lens_by_stance_plus_a_judge_named_as_in_the_seed() -> None:
     seats = PROTOCOL.seats(config())
     assert [s.handle for s in seats] == [*SEATS, "judge"]
     assert seats[0].lens == "technical / bull" and seats[-1].role == "judge"
+    assert (seats[6].handle, seats[6].lens) == ("senti_bull", "sentiment / bull")  # the seed's senti_bull
+
+
+def test_a_run_created_before_the_rename_plans_and_reads_with_its_own_sentiment_handles() -> None:
+    """A run keeps the seats it was created with: one whose sentiment seats are sent_bull / sent_bear (and its
+    cross keys r2/cross/sent/N) finds them by their lens, so it goes on and its outcome names them."""
+    old = {"senti_bull": "sent_bull", "senti_bear": "sent_bear"}
+
+    def renamed(turns: dict[str, dict[str, Any] | None]) -> RunView:
+        current = view(turns)
+        seats = {
+            old.get(h, h): SeatView(old.get(h, h), s.name, s.role, s.lens, s.human)
+            for h, s in current.seats.items()
+        }
+        keyed = {
+            k.replace("senti_", "sent_").replace("/senti/", "/sent/"): replace(
+                t, key=k.replace("senti_", "sent_").replace("/senti/", "/sent/"), seat=old.get(t.seat, t.seat)
+            )
+            for k, t in current.turns.items()
+        }
+        return replace(current, seats=seats, turns=keyed)
+
+    def old_payload(payload: dict[str, Any]) -> dict[str, Any]:
+        return json.loads(json.dumps(payload).replace("senti_", "sent_"))
+
+    plan = PROTOCOL.plan(renamed({}))
+    assert isinstance(plan, Steps) and {s.seat for s in plan.steps} >= {"sent_bull", "sent_bear"}
+    plan = PROTOCOL.plan(renamed(openings()))
+    assert isinstance(plan, Steps)
+    cross = next(s for s in plan.steps if s.seat == "sent_bull")
+    assert cross.key == "r2/cross/sent/1" and cross.context["opponent"] == "sent_bear"
+    assert [a["id"] for a in cross.context["opponent_arguments"]] == ["sent_bear_arg_0", "sent_bear_arg_1"]
+    history = {k: old_payload(v) if v else v for k, v in full_history().items()}
+    done = PROTOCOL.plan(renamed(history))
+    assert isinstance(done, Done) and not done.failed
+    assert done.outcome["seats"][-2:] == ["sent_bull", "sent_bear"]
+    rows = [r for r in done.outcome["rows"] if r["lens"] == "sentiment"]
+    assert [r["id"] for r in rows] == [
+        "sent_bull_arg_0",
+        "sent_bull_arg_1",
+        "sent_bear_arg_0",
+        "sent_bear_arg_1",
+    ]
+    assert all(r["score"] and r["challenges"] for r in rows)
 
 
 def test_default_slices_fit_the_demo_kb_and_drop_sections_a_kb_lacks() -> None:
@@ -248,7 +293,7 @@ def test_openings_run_in_parallel_each_seeing_only_its_slice_and_no_other_turn()
     tech = steps["tech_bull"]
     assert set(tech.context["kb_slice"]) == {"indices", "technicals"}
     assert tech.context["kb_slice"]["technicals"] == DATA["technicals"]
-    assert set(steps["sent_bear"].context["kb_slice"]) == {"sentiment"}
+    assert set(steps["senti_bear"].context["kb_slice"]) == {"sentiment"}
     assert not any(s.may_see(key_opening("tech_bear")) for s in plan.steps)
 
 
@@ -295,7 +340,7 @@ def test_cross_examination_pairs_only_within_a_lens_first_stance_first_pairs_in_
         ("r2/cross/tech/1", "tech_bull"),
         ("r2/cross/fund/1", "fund_bull"),
         ("r2/cross/macro/1", "macro_bull"),
-        ("r2/cross/sent/1", "sent_bull"),
+        ("r2/cross/senti/1", "senti_bull"),
     ]
     for step in plan.steps:
         opponent = step.context["opponent"]
@@ -312,7 +357,7 @@ def test_within_a_pair_the_second_side_waits_for_the_first_and_reads_it() -> Non
     plan = PROTOCOL.plan(view(history))
     assert isinstance(plan, Steps)
     keys = [s.key for s in plan.steps]
-    assert keys == ["r2/cross/tech/2", "r2/cross/fund/1", "r2/cross/macro/1", "r2/cross/sent/1"]
+    assert keys == ["r2/cross/tech/2", "r2/cross/fund/1", "r2/cross/macro/1", "r2/cross/senti/1"]
     second = plan.steps[0]
     assert (
         second.seat == "tech_bear"
@@ -325,7 +370,7 @@ def test_within_a_pair_the_second_side_waits_for_the_first_and_reads_it() -> Non
 def test_the_stance_order_decides_who_challenges_first() -> None:
     plan = PROTOCOL.plan(view(openings(), stances=["bear", "bull"]))
     assert isinstance(plan, Steps)
-    assert {s.seat for s in plan.steps} == {"tech_bear", "fund_bear", "macro_bear", "sent_bear"}
+    assert {s.seat for s in plan.steps} == {"tech_bear", "fund_bear", "macro_bear", "senti_bear"}
 
 
 def test_closings_run_in_parallel_and_read_only_their_own_pair() -> None:
@@ -361,15 +406,15 @@ def test_each_side_must_challenge_at_least_half_and_a_concede_does_not_count() -
 
 def test_a_pair_that_mostly_concedes_is_flagged_as_a_handshake_and_a_single_short_side_as_such() -> None:
     kinds = {
-        "sent_bull": ["concede", "concede"],
-        "sent_bear": ["concede", "concede"],
+        "senti_bull": ["concede", "concede"],
+        "senti_bear": ["concede", "concede"],
         "macro_bull": ["refute", "refute"],
         "macro_bear": ["concede", "concede"],
     }
     plan = PROTOCOL.plan(view({**openings(), **crosses(kinds), **closings(), KEY_JUDGEMENT: judgement()}))
     assert isinstance(plan, Done)
     flags = {(h["seat"], h["kind"]) for h in plan.outcome["handshakes"]}
-    assert flags == {("sent_bull", "handshake"), ("sent_bear", "handshake"), ("macro_bear", "short")}
+    assert flags == {("senti_bull", "handshake"), ("senti_bear", "handshake"), ("macro_bear", "short")}
     pairs = {p["lens"]: p for p in plan.outcome["pairs"]}
     assert (
         pairs["sentiment"]["handshake"]
@@ -537,7 +582,7 @@ def test_a_failed_opening_skips_its_pair_and_its_closing() -> None:
     history: dict[str, dict[str, Any] | None] = {**openings(), key_opening("macro_bear"): None}
     plan = PROTOCOL.plan(view(history))
     assert isinstance(plan, Steps)
-    assert [s.key for s in plan.steps] == ["r2/cross/tech/1", "r2/cross/fund/1", "r2/cross/sent/1"]
+    assert [s.key for s in plan.steps] == ["r2/cross/tech/1", "r2/cross/fund/1", "r2/cross/senti/1"]
     history.update({k: v for k, v in crosses().items() if "/macro/" not in k})
     plan = PROTOCOL.plan(view(history))
     assert isinstance(plan, Steps)

@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+from debates.agents.prompts import prompt_render
+from debates.contract import Steps
+from debates.engine import registry
 from debates.engine.view import run_view_load
 from debates.models import Run
 from debates.protocols.market_panel.protocol import MATERIAL_NOTE
@@ -53,9 +56,11 @@ def test_a_simulated_panel_plays_every_branch_of_the_seed() -> None:
     assert str(mismatch["kb_value"]) in row["challenges"][0]["reasoning"]
     assert row["closing"]["state"] == "abandoned" and row["score"]["status"] == "REFUTED"
     assert any("correction" in c for c in outcome["closings"]["fund_bull"]["concessions"])
-    # The misquote is the only item code flags in the whole run, on the data point that quotes it.
+    # Code flags the misquote, on the data point that quotes it, and the handshake pair's two short sides; nothing
+    # else in the whole run.
     flagged = {t.key: t.flags for t in run.turns.all() if t.flags}
-    assert list(flagged) == ["r1/opening/fund_bull"]
+    assert sorted(flagged) == ["r1/opening/fund_bull", "r2/cross/senti/1", "r2/cross/senti/2"]
+    assert all([f["kind"] for f in flagged[f"r2/cross/senti/{n}"]] == ["too_few_challenges"] for n in (1, 2))
     (flag,) = flagged["r1/opening/fund_bull"]
     assert (flag["kind"], flag["where"]) == ("number_mismatch", "arguments.0.evidence.0")
     assert f"the knowledge base has {mismatch['kb_value']}" in flag["detail"]
@@ -78,11 +83,11 @@ def test_within_a_pair_the_second_challenge_starts_after_the_first_commits_and_p
     run = panel()
     events = {e.payload.get("key"): e.seq for e in run.events.filter(kind="turn_started")}
     committed = {e.payload.get("key"): e.seq for e in run.events.filter(kind="turn_committed")}
-    for lens in ("tech", "fund", "macro", "sent"):
+    for lens in ("tech", "fund", "macro", "senti"):
         assert events[f"r2/cross/{lens}/2"] > committed[f"r2/cross/{lens}/1"]
     # The four pairs' first challenges were started together, before any of them committed.
-    firsts = [events[f"r2/cross/{lens}/1"] for lens in ("tech", "fund", "macro", "sent")]
-    assert max(firsts) < min(committed[f"r2/cross/{lens}/1"] for lens in ("tech", "fund", "macro", "sent"))
+    firsts = [events[f"r2/cross/{lens}/1"] for lens in ("tech", "fund", "macro", "senti")]
+    assert max(firsts) < min(committed[f"r2/cross/{lens}/1"] for lens in ("tech", "fund", "macro", "senti"))
 
 
 def test_the_switches_turn_the_handshake_and_the_misquote_off_and_the_judge_slip_on() -> None:
@@ -97,10 +102,6 @@ def test_the_switches_turn_the_handshake_and_the_misquote_off_and_the_judge_slip
 
 
 def test_a_seat_prompt_in_a_real_run_holds_only_its_slice() -> None:
-    from debates.agents.prompts import prompt_render
-    from debates.contract import Steps
-    from debates.engine import registry
-
     run = services.run_create(
         protocol="market-panel",
         topic="One-month outlook",
@@ -115,8 +116,8 @@ def test_a_seat_prompt_in_a_real_run_holds_only_its_slice() -> None:
     plan = registry.get("market-panel").plan(view)
     assert isinstance(plan, Steps)
     prompts = {s.seat: prompt_render(protocol="market-panel", step=s, view=view).text for s in plan.steps}
-    assert '"vix_level"' in prompts["sent_bull"] and '"rsi_14"' not in prompts["sent_bull"]
+    assert '"vix_level"' in prompts["senti_bull"] and '"rsi_14"' not in prompts["senti_bull"]
     assert '"rsi_14"' in prompts["tech_bear"] and '"vix_level"' not in prompts["tech_bear"]
     assert (
-        '"FEDFUNDS"' not in prompts["tech_bear"] + prompts["sent_bull"]
+        '"FEDFUNDS"' not in prompts["tech_bear"] + prompts["senti_bull"]
     )  # no lens of this panel reads macro
