@@ -33,6 +33,8 @@ LOGICAL_EDGES = [
 ]
 ENGAGEMENT_EDGES = ["addresses", "tangential-to", "scope-mismatch-with", "layer-shift-from"]
 EDGE_TYPES = LOGICAL_EDGES + ENGAGEMENT_EDGES
+# A source file's `source_type` (seed 002, the source template).
+SOURCE_TYPES = ["peer-reviewed", "media", "institutional", "reference", "fringe", "dissident"]
 CONTRADICTION_TYPES = [
     "structural",
     "dangling-evidence",
@@ -295,11 +297,13 @@ class MutationStatus(models.TextChoices):
 
 class MutationKind(StrEnum):
     """The changes a debate may propose to a graph KB (ProposedMutation.kind). The discipline always refuses the
-    last two; they are kinds so that the refusal names the rule."""
+    last two; they are kinds so that the refusal names the rule. A new source always waits for a person's
+    approval (kb.discipline.NEEDS_A_PERSON)."""
 
     STATUS_DOWNGRADE = "status-downgrade"
     NEW_EDGE = "new-edge"
     NEW_NODE = "new-node"
+    NEW_SOURCE = "new-source"
     CRITICISM_APPEND = "criticism-append"
     TRACEBACK_APPEND = "traceback-append"
     CONTRADICTION_ADDED = "contradiction-added"

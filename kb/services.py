@@ -886,3 +886,26 @@ def kb_material_text(kb: KnowledgeBase) -> str:
         for a in kb.arguments.all()
     ]
     return "\n".join(lines)
+
+
+def kb_graph_material_text(kb: KnowledgeBase) -> str:
+    """An argument graph as material for the agents that argue over it, what seed 002's debaters read before their
+    first turn: the argument index (kb_material_text), the typed edges, the contradictions and the quality summary
+    (central questions, engagement asymmetries, the shape of the graph). A data KB is its tree."""
+    if kb.kind == KnowledgeBase.DATA:
+        return kb_material_text(kb)
+    edges = [
+        f"{e.src} {e.type} {e.target}" + (f" — {' '.join(e.comment.split())}" if e.comment.strip() else "")
+        for e in kb.edges.all()
+    ]
+    contradictions = []
+    for c in kb.contradictions.all():
+        contradictions.append(f"{c.c_id}: {' '.join(c.title.split())}")
+        contradictions += [f"  {label}: {' '.join(str(value).split())}" for label, value in c.fields]
+    parts = [
+        ("Arguments (kb/arguments/index.md): id (rating, position, layer): statement", kb_material_text(kb)),
+        ("Edges (kb/edges.md): source, edge type, target — comment", "\n".join(edges)),
+        ("Contradictions (kb/contradictions.md)", "\n".join(contradictions)),
+        ("Quality summary (kb/quality-summary.md)", kb.quality_summary.strip()),
+    ]
+    return "\n\n".join(f"## {title}\n{text or '(none)'}" for title, text in parts)

@@ -22,12 +22,15 @@ MUTATION_KINDS = {
     "new-edge": "add a relation from",
     "criticism-append": "add a criticism to",
     "traceback-append": "add a trace-back note to",
+    "new-source": "add a new source,",
 }
 
 
 def _mutation_detail(mutation: ProposedMutation) -> str:
     payload = mutation.payload or {}
     subject = payload.get("arg_id") or payload.get("src") or payload.get("source") or ""
+    if mutation.kind == "new-source":  # a source not in the KB yet: named by its title
+        subject = f"“{payload.get('title') or 'untitled'}”"
     what = MUTATION_KINDS.get(mutation.kind, "record a contradiction among")
     text = f"Proposed by {mutation.proposed_by}: {what} {subject or 'arguments'}"
     if payload.get("to"):

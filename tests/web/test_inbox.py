@@ -17,6 +17,7 @@ from debates.selectors.inbox import needs_you, needs_you_count
 from kb.discipline import mutation_propose
 from tests.conftest import run_to_stop
 from tests.kb.conftest import small_kb  # noqa: F401  (fixture)
+from tests.kb.test_discipline import NEW_SOURCE
 from tests.web.test_consumers import LOCAL_HOST, LOCAL_ORIGIN, application, session_cookie
 from tests.web.test_pick import completed
 
@@ -127,6 +128,12 @@ class ActInPlaceTests:
         ).content.decode()
         assert "approved and applied to the knowledge base" in html
         assert small_kb.arguments.get(arg_id="arg-002").status == "contested"
+
+    def test_a_new_source_proposal_names_the_source_it_would_add(self, moderator, small_kb):  # noqa: F811
+        mutation_propose(kb=small_kb, kind="new-source", payload=dict(NEW_SOURCE), proposed_by="debater-pro")
+        [item] = needs_you(moderator)
+        assert item.kind == "approval"
+        assert f"add a new source, “{NEW_SOURCE['title']}”" in item.detail
 
     def test_a_viewer_cannot_act(self, viewer_client, make_run):
         run = completed(make_run())

@@ -33,6 +33,16 @@ MUTATION_FIELDS: dict[str, Any] = {
     "contradiction_type": "",
     "arguments": [],
     "text": "",
+    "authors": [],
+    "year": "",
+    "source_type": "",
+    "journal_or_source": "",
+    "url": "",
+    "doi": "",
+    "key_finding": "",
+    "disputes": "",
+    "criticism": "",
+    "note": "",
 }
 CLAIMS_AT_MOST = {"opening": 5, "turn": 4}
 
@@ -102,6 +112,29 @@ def mutations_stored(mutations: Sequence[BaseModel], kb: KbView, flags: list[Fla
             item["arguments"] = at_most(
                 _distinct(answer["arguments"]), 6, f"{where}.arguments", flags, "argument ids"
             )
+        if item["kind"] == "new-source":
+            item["disputes"] = str(answer.get("disputes") or "")
+            for name in ("key_finding", "note", "criticism"):
+                if answer.get(name):
+                    item[name] = said(answer[name], f"{where}.{name}", flags, name.replace("_", " "))
+            item["authors"] = at_most(
+                _distinct([a.strip() for a in answer.get("authors", []) if a.strip()]),
+                8,
+                f"{where}.authors",
+                flags,
+                "authors",
+            )
+            item["year"], item["url"], item["doi"] = (
+                str(answer.get(k, "")).strip() for k in ("year", "url", "doi")
+            )
+            if not item["url"] and not item["doi"]:
+                flags.append(
+                    Flag(
+                        "source_unlocatable",
+                        f"{where}.url",
+                        "A new source needs the URL it was read at or its DOI: the KB refuses it.",
+                    )
+                )
         argument = kb.arguments.get(str(item["arg_id"]))
         if item["kind"] == "status-downgrade" and argument is not None:
             to = str(item["to"])

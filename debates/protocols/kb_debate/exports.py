@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,8 +22,11 @@ from debates.protocols.kb_debate.ledger import (
     TurnInfo,
     debater_handle,
     ledger_build,
+    left_open,
     mutation_payload,
+    turn_cap,
 )
+from kb.discipline import new_source_path
 from kb.formats.seed002 import revisions_text
 from kb.models import ProposedMutation, Revision, Snapshot
 from kb.services import kb_files
@@ -125,6 +129,44 @@ def _turns_text(numbers: Sequence[int]) -> str:
     return ("turn " if len(numbers) == 1 else "turns ") + ", ".join(str(n) for n in numbers)
 
 
+# A text that cites debate turns by number ("turn 3", "Debate turns 2, 4").
+TURN_REFERENCE = re.compile(r"\bturns?\s+\d", re.IGNORECASE)
+# A closure ruling written out in a turn's text: its argument and what it was closed as.
+RULING_LINE = re.compile(
+    r"^\W*ruling\W*\s*claim\b.*\((arg-\d+)\)\s+is\s+closed\s+as\s+([a-z-]+)", re.IGNORECASE
+)
+# What is left of a line whose repeated item was taken out: nothing, or only a label ("Press on L-002:").
+LEFTOVER = re.compile(r"^[\W_]*([\w“”\"'() -]{0,40}:)?[\W_]*$")
+# Items shorter than this are not looked for in a turn's text (a "No." would match anywhere).
+REPEAT_MIN_CHARS = 12
+
+
+def _unrepeated(text: str, items: Sequence[str], rulings: Sequence[tuple[str, str]] = ()) -> str:
+    """A turn's free text without what repeats the structured items rendered after it: every occurrence of an
+    item's text (whitespace aside), and the ruling lines ("Ruling: claim … (arg-NNN) is CLOSED as …") of the
+    `rulings` (arg id, closed as) it carries. A line left with nothing but a label goes too; the rest of the text is
+    kept as it was written."""
+    patterns = [
+        re.compile(r"\s+".join(re.escape(word) for word in item.split()))
+        for item in sorted({one_line(i) for i in items}, key=len, reverse=True)
+        if len(item) >= REPEAT_MIN_CHARS
+    ]
+    ruled = {(arg, closed_as.lower()) for arg, closed_as in rulings}
+    for pattern in patterns:
+        text = pattern.sub("\0", text)
+    lines = []
+    for line in text.split("\n"):
+        ruling = RULING_LINE.match(line)
+        if ruling and (ruling[1], ruling[2].lower().rstrip(".")) in ruled:
+            continue
+        if "\0" in line:
+            line = re.sub(r"(?<=\S) {2,}", " ", line.replace("\0", "")).rstrip()
+            if LEFTOVER.match(line):
+                continue
+        lines.append(line)
+    return "\n".join(lines).strip()
+
+
 @dataclass
 class _RunDoc:
     """What the Markdown files of a kb-debate run are rendered from: read once, rendered many times."""
@@ -194,8 +236,13 @@ def _claims_md(doc: _RunDoc, number: int, claims: Sequence[Mapping[str, Any]], h
     return [*lines, ""]
 
 
-def _mutation_what(m: Mapping[str, Any]) -> str:
+def _mutation_what(m: Mapping[str, Any], seat: str) -> str:
     kind = m.get("kind", "")
+    if kind == "new-source":
+        path = new_source_path(mutation_payload(m), seat)
+        bears = f", on {m['arg_id']}" if m.get("arg_id") else ""
+        disputes = f", disputing {m['disputes']}" if m.get("disputes") else ""
+        return f"{path} “{one_line(m.get('title', ''))}”{bears}{disputes}"
     if kind == "status-downgrade":
         return f"{m.get('arg_id', '')} → {m.get('to', '')}"
     if kind == "new-edge":
@@ -233,10 +280,37 @@ def _mutations_md(doc: _RunDoc, key: str, payload: Mapping[str, Any]) -> list[st
             None,
         )
         lines.append(
-            f"- {m.get('kind', '')}: {_mutation_what(m)} — {_mutation_outcome(row)}. "
+            f"- {m.get('kind', '')}: {_mutation_what(m, key.rsplit('/', 1)[-1])} — {_mutation_outcome(row)}. "
             f"Justification: {one_line(m.get('justification', ''))}"
         )
     return [*lines, ""]
+
+
+def _after_paren(text: str, start: int) -> int:
+    """The index just past the parenthesis group opening at text[start] (nested groups included), or `start`
+    when there is none."""
+    if start >= len(text) or text[start] != "(":
+        return start
+    depth = 0
+    for index in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[index], 0)
+        if depth == 0:
+            return index + 1
+    return start
+
+
+def _deflection_said(text: str, target: str) -> tuple[bool, str]:
+    """(whether the moderator wrote the callout in its shape itself, what its text adds to the shape's opening
+    sentence). A text in the shape ("Deflection: Position X has cited ... to address arg-B (layer, scope). ...")
+    keeps only what follows the opening sentence, which the export writes from the turn's fields."""
+    text = one_line(text)
+    if not text.lower().startswith("deflection:"):
+        return False, text
+    found = re.search(rf"\bto address {re.escape(target)}\b\s*", text)
+    if found is None:
+        return True, text
+    end = _after_paren(text, found.end())
+    return True, text[end:].lstrip(" .")
 
 
 def _deflection_md(doc: _RunDoc, number: int, d: Mapping[str, Any]) -> str:
@@ -246,7 +320,9 @@ def _deflection_md(doc: _RunDoc, number: int, d: Mapping[str, Any]) -> str:
         f"Deflection: Position {d['position']} has cited {cited} across {_turns_text(d['turns'])} "
         f"to address {doc.arg_text(target, number, status=False)}."
     )
-    text = one_line(d.get("text", ""))
+    shaped, text = _deflection_said(d.get("text", ""), target)
+    if shaped and text.lower().startswith("deflection:"):  # its own shape, not parsable: written as it is
+        return text
     if not text:
         relations = {
             "layer-shift-from": "layer-shifts from",
@@ -266,9 +342,11 @@ def _deflection_md(doc: _RunDoc, number: int, d: Mapping[str, Any]) -> str:
 
 def _ruling_md(doc: _RunDoc, r: Mapping[str, Any]) -> list[str]:
     justification = one_line(r["justification"]).rstrip(".")
+    # The turns the ruling rests on, unless the justification cites them already.
+    turns = "" if TURN_REFERENCE.search(justification) else f" (debate {_turns_text(r['turns'])})"
     return [
         f'Ruling: claim "{doc.claim_of(r["entry"])}" ({r["arg_id"]}) is CLOSED as {r["closed_as"]}.',
-        f"Justification: {justification} (debate {_turns_text(r['turns'])}).",
+        f"Justification: {justification}{turns}.",
     ]
 
 
@@ -284,7 +362,7 @@ def _debater_md(doc: _RunDoc, number: int, p: Mapping[str, Any]) -> list[str]:
         f"- **Answers**: {answered['entry']} from turn {answered['turn']} — “{doc.claim_of(answered['entry'])}”{whose}",
         f"- **Move**: {p['move']}",
         "",
-        str(p.get("text", "")).strip(),
+        _unrepeated(str(p.get("text", "")), [(p.get("objection") or {}).get("text", "")]),
         "",
         *_claims_md(doc, number, p.get("claims", []), "New claims"),
     ]
@@ -303,7 +381,16 @@ def _debater_md(doc: _RunDoc, number: int, p: Mapping[str, Any]) -> list[str]:
 
 
 def _moderator_md(doc: _RunDoc, number: int, p: Mapping[str, Any]) -> list[str]:
-    lines = [str(p.get("text", "")).strip(), ""]
+    """The moderator's text, then its moves in the seed's shapes: the text is left without what repeats them."""
+    repeated = [
+        *(x["text"] for x in p.get("presses", [])),
+        *(c["text"] for c in p.get("callouts", [])),
+        *(d.get("text", "") for d in p.get("deflections", [])),
+        *(r["justification"] for r in p.get("rulings", [])),
+        *(o["text"] for o in p.get("objection_decisions", [])),
+    ]
+    rulings = [(r["arg_id"], r["closed_as"]) for r in p.get("rulings", [])]
+    lines = [_unrepeated(str(p.get("text", "")), repeated, rulings), ""]
     if p.get("presses"):
         lines += ["**Presses**", ""]
         lines += [
@@ -345,8 +432,67 @@ def _verdict_lines(verdict: Mapping[str, Any]) -> list[str]:
     ]
 
 
+# A heading of the synthesis's own verdict section ("## Verdict", "### Final verdict"; not "Verdict review").
+VERDICT_HEADING = re.compile(
+    r"^(#{1,6})\s*(?:the\s+|final\s+|overall\s+)?verdict\b(?!\s+review)", re.IGNORECASE
+)
+HEADING = re.compile(r"^(#{1,6})\s")
+# A list marker, emphasis and a leading "Label:" around a value ("- **Evidence**: …").
+DECORATION = re.compile(r"^[\s>*_+-]*(?:\d+[.)]\s*)?(?:[*_]*[A-Za-z][\w /-]{0,40}[*_]*\s*:[*_]*\s*)?")
+
+
+def _restates(line: str, values: Sequence[str]) -> bool:
+    """Whether a line of the synthesis's own verdict section only restates one of the verdict's fields."""
+    said = one_line(DECORATION.sub("", line)).strip("*_ .").lower()
+    return bool(said) and any(said == v or (len(said) >= 20 and said in v) for v in values)
+
+
+def synthesis_account(text: str, verdict: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """The synthesis's text as the export writes it under its own title and verdict: (the account without a title
+    of its own, the lines of the text's own verdict section that say more than the verdict's fields). Any other
+    top-level heading becomes a section (##) of the one document."""
+    label, position = str(verdict.get("label", "")), str(verdict.get("position", ""))
+    values = [
+        one_line(v).strip("*_ .").lower()
+        for v in (
+            label,
+            position,
+            f"{label}:{position}",
+            f"{label} ({position})",
+            f"{label} — {position}",
+            verdict.get("evidence", ""),
+            verdict.get("engagement", ""),
+        )
+        if one_line(v)
+    ]
+    account: list[str] = []
+    extra: list[str] = []
+    level = 0  # the level of the verdict section being read; 0: outside it
+    titled = False
+    for line in str(text).strip().split("\n"):
+        heading = HEADING.match(line)
+        if level and heading and len(heading[1]) <= level:
+            level = 0
+        if level:
+            if not line.strip() or not _restates(line, values):
+                extra.append(line)
+            continue
+        if (found := VERDICT_HEADING.match(line)) is not None:
+            level = len(found[1])
+            continue
+        if heading and len(heading[1]) == 1:
+            if not titled and not any(x.strip() for x in account):
+                titled = True  # its own title: the document has one already
+                continue
+            line = "#" + line
+        account.append(line)
+    return "\n".join(account).strip(), "\n".join(extra).strip().split("\n") if any(extra) else []
+
+
 def _synthesis_md(p: Mapping[str, Any]) -> list[str]:
-    return [str(p.get("text", "")).strip(), "", "**Verdict**", "", *_verdict_lines(p.get("verdict", {})), ""]
+    verdict = p.get("verdict", {})
+    account, extra = synthesis_account(str(p.get("text", "")), verdict)
+    return [account, "", "**Verdict**", "", *_verdict_lines(verdict), "", *extra, ""]
 
 
 def _review_md(p: Mapping[str, Any]) -> list[str]:
@@ -483,6 +629,18 @@ def _notes_text(doc: _RunDoc, entry: Entry) -> str:
     return "; ".join(notes) or "—"
 
 
+def _left_open_md(doc: _RunDoc) -> list[str]:
+    """The claims still live when the debate ended, each with why (ledger.left_open): the synthesis names them,
+    whatever its account says."""
+    found = left_open(doc.ledger, turn_cap(doc.view, doc.ledger))
+    lines = ["## Claims left open", ""]
+    lines += [
+        f"- {c['entry']} ({c['position']}): “{one_line(c['claim'])}” — {c['status']}; {c['reason']}."
+        for c in found
+    ] or ["- None: every claim was rebutted, conceded, closed or found unclaimable before the debate ended."]
+    return [*lines, ""]
+
+
 def _synthesis_file_md(doc: _RunDoc) -> str:
     synthesis = next(
         (t for t in doc.view.turns.values() if t.task == "synthesis" and t.committed and t.payload), None
@@ -496,12 +654,17 @@ def _synthesis_file_md(doc: _RunDoc) -> str:
         reason = f": {one_line(doc.run.status_reason)}" if doc.run.status_reason else ""
         lines += [f"_No synthesis has been committed (run {doc.run.status}{reason})._", ""]
     else:
+        verdict = synthesis.payload.get("verdict", {})
+        account, extra = synthesis_account(str(synthesis.payload.get("text", "")), verdict)
         lines += [
-            str(synthesis.payload.get("text", "")).strip(),
+            account,
             "",
+            *_left_open_md(doc),
             "## Verdict",
             "",
-            *_verdict_lines(synthesis.payload.get("verdict", {})),
+            *_verdict_lines(verdict),
+            "",
+            *extra,
             "",
         ]
     if review is not None and review.payload is not None:

@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 
 from debates.protocols.form import FormSection
+from debates.protocols.kb_debate.ledger import TURN_CAP_MAX
 
 
 class KbDebateForm(FormSection):
@@ -26,11 +27,12 @@ class KbDebateForm(FormSection):
     )
     max_turns = forms.IntegerField(
         min_value=4,
-        max_value=60,
-        initial=16,
+        max_value=TURN_CAP_MAX,
         required=False,
         label="Debate turns at most",
-        help_text="Opening statements included; 12 or more leaves room for the moderator to rule.",
+        help_text="Opening statements included. Leave it empty to let the debate run as long as its claims need "
+        "(every opening claim answered); 12 or more leaves room for the moderator to rule. Claims still open at "
+        "the end are listed in the synthesis with the reason.",
     )
     auto_approve = forms.BooleanField(
         required=False,
@@ -40,10 +42,8 @@ class KbDebateForm(FormSection):
     )
 
     def config(self, data: dict[str, Any]) -> dict[str, Any] | None:
-        max_turns = data.get("max_turns") or 16
-        return {
-            "moderator": data.get("kb_moderator") or "agent",
-            "max_turns": max_turns,
-            "min_turns": min(12, max_turns),
-            "auto_approve": data["auto_approve"],
-        }
+        config = {"moderator": data.get("kb_moderator") or "agent", "auto_approve": data["auto_approve"]}
+        max_turns = data.get("max_turns")
+        if max_turns:  # the user's cap; none: the cap follows the ledger (ledger.turn_cap)
+            config |= {"max_turns": max_turns, "min_turns": min(12, max_turns)}
+        return config

@@ -20,6 +20,10 @@ DEAD = ("refuted", "baseless")
 ORBIT_EDGES = ("tangential-to", "scope-mismatch-with", "layer-shift-from")
 DEBATE_TASKS = ("opening", "turn", "moderator")
 FAILURES_IN_A_ROW = 3
+# The most debate turns a debate runs, whatever the size of its ledger.
+TURN_CAP_MAX = 60
+# The claims an opening makes at most (the opening schema's maxItems), for a cap estimated before the openings.
+OPENING_CLAIMS_AT_MOST = 5
 
 
 class KbDebateConfig(BaseModel):
@@ -29,7 +33,12 @@ class KbDebateConfig(BaseModel):
         min_length=2, max_length=6, description="Filled from the KB when left empty."
     )
     moderator: Literal["agent", "human"] = "agent"
-    max_turns: int = Field(default=16, ge=4, le=60, description="Debate turns (openings included) at most.")
+    max_turns: int | None = Field(
+        default=None,
+        ge=4,
+        le=TURN_CAP_MAX,
+        description="Debate turns (openings included) at most; empty: as many as the ledger needs (turn_cap).",
+    )
     min_turns: int = Field(default=12, ge=2, le=60, description="Debate turns before it may end early.")
     moderator_every: int = Field(default=3, ge=1, le=10, description="Debater turns between moderator turns.")
     auto_approve: bool = Field(default=False, description="Apply proposed KB mutations without the inbox.")
@@ -343,6 +352,69 @@ def _apply_moderator_turn(ledger: Ledger, number: int, payload: Mapping[str, Any
         ledger.deflections.append({**deflection, "at": number})
 
 
+# --- the turn cap and the claims left open -------------------------------------------------------------------------
+
+
+def turn_cap(view: RunView, ledger: Ledger | None = None) -> int:
+    """The debate turns (openings included) the debate runs at most. The user's cap when one was set; else as many
+    as the ledger needs: every opening claim answered once, half of them answered back, and a moderator turn every
+    `moderator_every` of those, clamped to [min_turns, TURN_CAP_MAX]. Before the openings are in, the opening claims
+    are counted at their most (OPENING_CLAIMS_AT_MOST per position, fewer when the position holds fewer arguments)."""
+    config = view.config
+    assert isinstance(config, KbDebateConfig)
+    if config.max_turns is not None:
+        return config.max_turns
+    openings = [t for t in (ledger.turns if ledger else []) if t.task == "opening"]
+    if ledger is not None and len(openings) >= len(config.positions):
+        opening_turns = {t.number for t in openings}
+        claims = sum(1 for e in ledger.entries.values() if e.turn in opening_turns)
+    else:
+        kb = view.kb
+        held = [a.position for a in kb.arguments.values()] if kb is not None else []
+        claims = sum(
+            min(OPENING_CLAIMS_AT_MOST, held.count(p) or OPENING_CLAIMS_AT_MOST) for p in config.positions
+        )
+    answers = claims + (claims + 1) // 2
+    moderator = -(-answers // config.moderator_every)
+    return max(config.min_turns, min(TURN_CAP_MAX, len(config.positions) + answers + moderator))
+
+
+def was_answered(ledger: Ledger, entry: Entry) -> bool:
+    """Whether a debater turn has taken the entry up (rebutted, defended or conceded it): a moderator's press is
+    no answer."""
+    return any(n != entry.turn and ledger.turns[n - 1].task == "turn" for n in entry.thread)
+
+
+def left_open(ledger: Ledger, cap: int) -> list[dict[str, Any]]:
+    """The claims still live when the debate ends, each with why: never answered before the turn cap, or answered
+    but not settled (neither rebutted nor conceded nor closed) before it."""
+    found = []
+    for entry in ledger.entries.values():
+        if entry.status not in LIVE:
+            continue
+        answers = [n for n in entry.thread if n != entry.turn and ledger.turns[n - 1].task == "turn"]
+        if not answers:
+            reason = f"never answered: no debater took it up before the debate reached its cap of {cap} turns"
+        else:
+            turns = ", ".join(map(str, answers))
+            state = "partially rebutted" if entry.status == "partially-rebutted" else "still open"
+            reason = (
+                f"{state} after the answers of turn{'s' if len(answers) > 1 else ''} {turns}: not settled "
+                f"(rebutted, conceded or closed) before the debate reached its cap of {cap} turns"
+            )
+        found.append(
+            {
+                "entry": entry.id,
+                "position": entry.position,
+                "claim": entry.claim,
+                "status": entry.status,
+                "answered": bool(answers),
+                "reason": reason,
+            }
+        )
+    return found
+
+
 # --- engagement and the verdict rules ------------------------------------------------------------------------------
 
 
@@ -501,6 +573,23 @@ def mutation_payload(mutation: Mapping[str, Any]) -> dict[str, Any]:
         return {"source": mutation["source"], "text": mutation["text"]}
     if kind == "traceback-append":
         return {"arg_id": mutation["arg_id"], "text": mutation["text"]}
+    if kind == "new-source":
+        fields = {
+            "title": mutation["title"],
+            "authors": list(mutation.get("authors", [])),
+            "year": mutation.get("year", ""),
+            "source_type": mutation.get("source_type", ""),
+            "journal_or_source": mutation.get("journal_or_source", ""),
+            "url": mutation.get("url", ""),
+            "doi": mutation.get("doi", ""),
+            "key_finding": mutation.get("key_finding", ""),
+            "content": mutation.get("text", ""),
+            "arg_id": mutation.get("arg_id", ""),
+            "note": mutation.get("note", ""),
+            "disputes": mutation.get("disputes", ""),
+            "criticism": mutation.get("criticism", ""),
+        }
+        return {key: value for key, value in fields.items() if value not in ("", [])}
     return {
         "type": mutation["contradiction_type"],
         "title": mutation["title"],

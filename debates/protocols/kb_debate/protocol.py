@@ -44,16 +44,19 @@ from debates.protocols.kb_debate.ledger import (
     dismantled,
     engagement,
     ledger_build,
+    left_open,
     mutation_payload,
     non_engagement,
     position_of,
+    turn_cap,
     turn_key,
     verdicts_allowed,
     verdicts_possible,
+    was_answered,
 )
 from debates.protocols.kb_debate.page import kb_debate_context
 from kb.models import KnowledgeBase
-from kb.services import kb_positions
+from kb.services import kb_graph_material_text, kb_positions
 
 if TYPE_CHECKING:
     from debates.models import Run
@@ -136,6 +139,12 @@ class KbDebate(Protocol[KbDebateConfig]):
     def export_json(self, run: Run) -> Mapping[str, Any]:
         return exports.kb_debate_json(run)
 
+    def kb_material(self, kb: Any) -> str:
+        """What every seat reads first, in the prompt's shared (cached) part: the KB's argument index, edges,
+        contradictions and quality summary as the debate starts (seed 002's debater spawn prompt). Live ratings
+        are in each step's context."""
+        return kb_graph_material_text(kb)
+
     def prepare(self, config: dict[str, Any], kb: Any) -> dict[str, Any]:
 
         if kb is None:
@@ -167,7 +176,8 @@ class KbDebate(Protocol[KbDebateConfig]):
 
     def expected_turns(self, view: RunView) -> int:
         config = self.view_config(view)
-        return max(len(view.turns), config.max_turns + 1 + (config.moderator == "human"))
+        cap = turn_cap(view, ledger_build(view) if view.kb is not None else None)
+        return max(len(view.turns), cap + 1 + (config.moderator == "human"))
 
     def current_stage(self, view: RunView, plan: Plan) -> str:
         if isinstance(plan, Steps) and plan.steps:
@@ -211,7 +221,7 @@ class KbDebate(Protocol[KbDebateConfig]):
         debate_turns = sum(1 for t in turns if t.task in DEBATE_TASKS)
         live = [e for e in ledger.entries.values() if e.status in LIVE]
         pending = ledger.pending_objection()
-        if debate_turns >= config.max_turns or (
+        if debate_turns >= turn_cap(view, ledger) or (
             debate_turns >= config.min_turns and not live and pending is None and not ledger.unhandled_flags()
         ):
             return Steps((self._synthesis(view, ledger, number),))
@@ -296,9 +306,12 @@ class KbDebate(Protocol[KbDebateConfig]):
         last_speaker = next((t.position for t in reversed(ledger.turns) if t.task in ("turn", "opening")), "")
         last_debater = max((t.number for t in ledger.turns if t.task in ("turn", "opening")), default=0)
         latest = ledger.turns[-1] if ledger.turns else None
+        debate_turns = sum(1 for t in ledger.turns if t.task in DEBATE_TASKS)
+        cap = turn_cap(view, ledger)
+        covering = self._covering(ledger, cap - debate_turns, config.moderator_every)
         candidates = []
         for entry in ledger.entries.values():
-            if entry.status not in LIVE:
+            if entry.status not in LIVE or (covering and entry.id not in covering):
                 continue
             last = ledger.turns[entry.thread[-1] - 1]
             if last.task == "moderator" or (last.position and last.position != entry.position):
@@ -331,14 +344,13 @@ class KbDebate(Protocol[KbDebateConfig]):
         seat = debater_handle(answerer)
         answered_payload = dict(answered.payload or {})
         closed = [e.as_dict(kb) for e in ledger.entries.values() if e.closed]
-        debate_turns = sum(1 for t in ledger.turns if t.task in DEBATE_TASKS)
         # An objection must be heard by the moderator: none is taken in the debate's last turn.
         objectable = [
             e.id
             for e in ledger.entries.values()
             if e.closed and e.position == answerer and e.objection is None
         ]
-        if debate_turns + 1 >= config.max_turns:
+        if debate_turns + 1 >= cap:
             objectable = []
         return Step(
             key=turn_key(number, "turn", seat),
@@ -365,6 +377,32 @@ class KbDebate(Protocol[KbDebateConfig]):
                 **self._kb_brief(view, answerer),
             },
         )
+
+    @staticmethod
+    def _waiting(ledger: Ledger) -> list[str]:
+        """The opening claims still live that no debater has answered yet: the claims the turn cap is made for
+        (turn_cap); a claim made later may be left unanswered, and the synthesis lists it (left_open)."""
+        openings = {t.number for t in ledger.turns if t.task == "opening"}
+        return [
+            e.id
+            for e in ledger.entries.values()
+            if e.turn in openings and e.status in LIVE and not was_answered(ledger, e)
+        ]
+
+    @classmethod
+    def _covering(cls, ledger: Ledger, turns_left: int, moderator_every: int) -> list[str]:
+        """The opening claims to take up first, so that each gets an answer before the cap: the unanswered ones,
+        once the debater turns left are no more than they are; none until then (the exchanges go on). The turns
+        left are counted with the moderator's cadence (a turn every `moderator_every` debater turns)."""
+        waiting = cls._waiting(ledger)
+        since = sum(1 for t in ledger.turns if t.number > ledger.last_moderator and t.task == "turn")
+        debater_turns_left = 0
+        for _ in range(max(0, turns_left)):
+            if since >= moderator_every:
+                since = 0
+            else:
+                debater_turns_left, since = debater_turns_left + 1, since + 1
+        return waiting if debater_turns_left <= len(waiting) else []
 
     def _moderator(self, view: RunView, ledger: Ledger, number: int) -> Step:
         kb = view.kb
@@ -428,6 +466,9 @@ class KbDebate(Protocol[KbDebateConfig]):
             "dismantled": {p: dismantled(view, ledger, p) for p in config.positions},
             "non_engagement": non_engagement(view, ledger),
             "revisions": [m.revision for m in kb.mutations if m.revision],
+            "turn_cap": turn_cap(view, ledger),
+            # The claims still live, each with why it was left open.
+            "left_open": left_open(ledger, turn_cap(view, ledger)),
         }
 
     def _after_synthesis(self, view: RunView, ledger: Ledger, synthesis: TurnView) -> Plan:

@@ -20,7 +20,7 @@ from typing import Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from debates.protocols.schemas import STRICT, choice
-from kb.models import CONTRADICTION_TYPES, EDGE_TYPES, STATUSES
+from kb.models import CONTRADICTION_TYPES, EDGE_TYPES, SOURCE_TYPES, STATUSES
 
 SCHEMA_VERSION = "1.0"
 
@@ -48,9 +48,17 @@ class Mutation(_Strict):
     """A proposed KB change; applied only through the discipline (downgrade only, logged, never deleting)."""
 
     kind: Literal[
-        "status-downgrade", "new-edge", "contradiction-added", "criticism-append", "traceback-append"
+        "status-downgrade",
+        "new-edge",
+        "contradiction-added",
+        "criticism-append",
+        "traceback-append",
+        "new-source",
     ]
-    arg_id: str = Field(default="", description="status-downgrade / traceback-append: the argument.")
+    arg_id: str = Field(
+        default="",
+        description="status-downgrade / traceback-append: the argument; new-source: the one disputed.",
+    )
     to: str = Field(default="", description="status-downgrade: the new, lower status.")
     src: str = Field(default="", description="new-edge: from this argument.")
     edge_type: str = Field(default="", description="new-edge: refutes, exaggerates, confounds, ...")
@@ -59,7 +67,24 @@ class Mutation(_Strict):
     title: str = Field(default="", max_length=300, description="contradiction-added: its title.")
     contradiction_type: str = Field(default="", description="contradiction-added: its type.")
     arguments: list[str] = Field(default_factory=list, max_length=6, description="contradiction-added.")
-    text: str = Field(default="", max_length=2000, description="What is appended or described.")
+    text: str = Field(
+        default="",
+        max_length=2000,
+        description="What is appended or described; new-source: its content as read.",
+    )
+    # new-source: the source a debater read to settle a source dispute (seed 002's source-dispute sub-flow).
+    authors: list[str] = Field(default_factory=list, max_length=8, description="new-source: its authors.")
+    year: str = Field(default="", max_length=4, description="new-source: its year.")
+    source_type: str = Field(default="", description="new-source: peer-reviewed, media, institutional, ...")
+    journal_or_source: str = Field(default="", max_length=300, description="new-source: where it appeared.")
+    url: str = Field(default="", max_length=500, description="new-source: the URL it was read at.")
+    doi: str = Field(default="", max_length=200, description="new-source: its DOI.")
+    key_finding: str = Field(default="", max_length=500, description="new-source: its key finding, one line.")
+    disputes: str = Field(default="", description="new-source: the KB source whose traceback it settles.")
+    criticism: str = Field(
+        default="", max_length=1000, description="new-source: what it shows about `disputes`."
+    )
+    note: str = Field(default="", max_length=1000, description="new-source: the traceback note on `arg_id`.")
     justification: str = Field(min_length=1, max_length=1000, description="Cite the debate turn(s).")
 
 
@@ -259,6 +284,51 @@ def _mutation_type(args: tuple[str, ...], sources: tuple[str, ...]) -> Any:
             justification=_justification(),
         ),
     ]
+    source: dict[str, Any] = {
+        "kind": (choice(("new-source",)), ...),
+        "title": (str, _asked("The source's title.", minLength=1, maxLength=300)),
+        "authors": (
+            _list_of(str),
+            _asked("Its authors, if it names them.", default_factory=list, maxItems=8),
+        ),
+        "year": (str, _asked("Its year of publication (YYYY), if known.", default="", maxLength=4)),
+        "source_type": (choice(SOURCE_TYPES), ...),
+        "journal_or_source": (str, _asked("Where it appeared.", default="", maxLength=300)),
+        "url": (
+            str,
+            _asked("The URL you read it at (https://…); a DOI may stand in.", default="", maxLength=500),
+        ),
+        "doi": (str, _asked("Its DOI (10.NNNN/…), if it has one.", default="", maxLength=200)),
+        "key_finding": (str, _asked("Its key finding in one line.", minLength=1, maxLength=500)),
+        "text": (
+            str,
+            _asked("Its content as you read it: figures, samples, CIs.", minLength=1, maxLength=2000),
+        ),
+        "arg_id": (arg, _asked("The contested argument whose traceback hinged on the disputed source.")),
+        "note": (
+            str,
+            _asked(
+                "The traceback note the argument gets: what this source shows.", minLength=1, maxLength=1000
+            ),
+        ),
+    }
+    if sources:
+        source["disputes"] = (
+            choice(sources) | None,
+            _asked(
+                "The KB source whose traceback was left unresolved, if one: null otherwise.", default=None
+            ),
+        )
+        source["criticism"] = (
+            str,
+            _asked(
+                "What this source shows about the disputed one (its Criticism field).",
+                default="",
+                maxLength=1000,
+            ),
+        )
+    source["justification"] = _justification()
+    models.append(_model("NewSource", **source))
     if sources:
         models.append(
             _model(
@@ -275,7 +345,11 @@ def _mutation_type(args: tuple[str, ...], sources: tuple[str, ...]) -> Any:
 def _mutations(args: tuple[str, ...], sources: tuple[str, ...]) -> Any:
     return (
         _list_of(_mutation_type(args, sources)),
-        _asked("Proposed KB changes (downgrades only); usually none.", default_factory=list, maxItems=3),
+        _asked(
+            "Proposed KB changes (downgrades only; a new source only to settle a source dispute); usually none.",
+            default_factory=list,
+            maxItems=3,
+        ),
     )
 
 
@@ -360,7 +434,15 @@ def moderator_schema(
     """A moderator's turn: ledger entries, positions, turns that happened and arguments are enums of those that
     exist; a pending objection's decision is required (the entry it is about is code's to record)."""
     fields: dict[str, Any] = {
-        "text": (str, _asked("Your turn in a few lines, rulings included.", minLength=1, maxLength=3000)),
+        "text": (
+            str,
+            _asked(
+                "Your turn in a few lines; your presses, callouts, deflections, rulings and decision go in their "
+                "fields, which the transcript writes out, not here again.",
+                minLength=1,
+                maxLength=3000,
+            ),
+        ),
     }
     if entries:
         press = _model(
@@ -400,7 +482,15 @@ def moderator_schema(
                 ),
             ),
             target_arg=(choice(args), _asked("The central question's argument it did not engage.")),
-            text=(str, _asked(default="", maxLength=1000)),
+            text=(
+                str,
+                _asked(
+                    "How the cited arguments miss the target (the transcript writes the callout's opening "
+                    "sentence from the fields).",
+                    default="",
+                    maxLength=1000,
+                ),
+            ),
         )
         fields["callouts"] = (_list_of(callout), _asked(default_factory=list, maxItems=6))
         fields["deflections"] = (_list_of(deflection), _asked(default_factory=list, maxItems=3))
@@ -446,7 +536,15 @@ def synthesis_schema(verdicts: tuple[str, ...]) -> type[BaseModel]:
     )
     return _model(
         "KbSynthesis",
-        text=(str, _asked("The structured account, in Markdown.", minLength=1, maxLength=6000)),
+        text=(
+            str,
+            _asked(
+                "The structured account, in Markdown, without a title or a verdict section of its own: the verdict "
+                "field is written after it.",
+                minLength=1,
+                maxLength=6000,
+            ),
+        ),
         verdict=(verdict, ...),
     )
 

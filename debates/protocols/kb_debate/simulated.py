@@ -781,7 +781,7 @@ def _synthesis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     verdict = _verdict(request, ledger, graph)
     rows = kb_ledger.engagement(view, ledger)
     orbit_edges = [(s, k, t) for s, k, t in graph.edges if k in ORBITS]
-    out = [f"# Synthesis: {_cut(view.topic, 200)}", "", "## Central questions and engagement", ""]
+    out = ["## Central questions and engagement", ""]
     for row in rows:
         question = next(ids for n, _, ids in graph.kb.central_questions if n == row["question"])
         line = f"- {_cut(row['text'], 240)}"
@@ -808,6 +808,12 @@ def _synthesis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         out.append(line)
     if not closed:
         out.append("- None: no claim was closed by a ruling.")
+    still_open = [c["entry"] for c in context.get("left_open", [])]
+    if still_open:  # listed with their reasons after this account
+        out.append(
+            f"- Still open when the debate ended: {', '.join(still_open)}; an open claim is neither conceded nor "
+            "refuted, and the verdict counts it neither way."
+        )
     out += ["", "## Claims found baseless", ""]
     baseless = [e for e in ledger.entries.values() if any(graph.status(a) == "baseless" for a in e.args)]
     out += [
@@ -851,22 +857,12 @@ def _synthesis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         )
         + (f"; {len(pending)} proposal(s) still await approval." if pending else ".")
     )
-    out += [
-        "",
-        "## Verdict",
-        "",
-        f"**{verdict['label']}{':' + verdict['position'] if verdict['position'] else ''}**",
-        "",
-        f"- Evidence: {verdict['evidence']}",
-        f"- Engagement: {verdict['engagement']}",
-    ]
-    head, tail = "\n".join(out[:-7]), "\n".join(out[-7:])
-    picked = {  # the verdict as its enum names it: "better-grounded:pro-x"
+    picked = {  # the verdict as its enum names it: "better-grounded:pro-x"; the text leaves it to this field
         "label": verdict_value(verdict["label"], verdict["position"]),
         "evidence": verdict["evidence"],
         "engagement": verdict["engagement"],
     }
-    return {"text": _cut(head, 5980 - len(tail), keep_lines=True) + "\n" + tail, "verdict": picked}
+    return {"text": _cut("\n".join(out), 5980, keep_lines=True), "verdict": picked}
 
 
 GENERATORS: dict[tuple[str, str], Callable[[random.Random, AgentRequest], dict[str, Any]]] = {

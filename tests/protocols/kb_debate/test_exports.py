@@ -413,7 +413,12 @@ class KbTests:
         assert "- **Type**: status-downgrade" in text and "- **Target**: arg-014" in text
         assert "- **Change**: status weak → refuted" in text
         assert "- **Justification**: Debate turn 3:" in text
-        assert "t03/turn/debater-pro-pricing" in text  # triggered by
+        # Triggered by: who spoke at which turn, and the words that triggered it, quoted.
+        assert (
+            "- **Triggered by**: debater-pro-pricing at debate turn 3: “The Stockholm counts show small boundary "
+            "increases, not wholesale displacement.”\n"
+        ) in text
+        assert "t03/turn/" not in text  # the words, not a turn key
 
     def test_the_snapshot_is_the_kb_at_the_start_after_a_downgrade(self, debate):
         run, at_start = debate
@@ -529,3 +534,182 @@ def test_paths_are_relative_and_safe(debate):
     run, _ = debate
     for path in run_export_run_dir(run):
         assert not Path(path).is_absolute() and ".." not in Path(path).parts
+
+
+# --- a debate whose seats repeat their moves in their text ----------------------------------------------------------
+
+CALLOUT = "One city is not every city: the Stockholm counts do not generalise."
+PRESS = "Who actually pays the charge, by income decile?"
+RULING_JUSTIFICATION = "The boundary counts refute wholesale displacement. Debate turn 2."
+OBJECTION = "The counts lack controls for the 2006 fuel prices, so the ruling should be reconsidered."
+DECISION = "No new counts were brought: the closure stands and the claim is not re-litigated."
+EVIDENCE = "The robust Stockholm counts stand; arg-014 was refuted."
+ENGAGEMENT = "Both sides addressed CQ2; only pro-pricing addressed CQ1."
+
+
+def _repeating_turns(kb: KnowledgeBase) -> list[tuple[str, str, type[BaseModel], dict[str, Any]]]:
+    """Turns whose free text says again what their fields hold, as models do: the moderator writes out its
+    callout, press, deflection (in the seed's shape), ruling and decision; a debater its objection; the
+    synthesis gives itself a title and a verdict section."""
+    scope_001 = kb.arguments.get(arg_id="arg-001").scope
+    scope_017 = kb.arguments.get(arg_id="arg-017").scope
+    deflection = (
+        f"Deflection: Position pro-pricing has cited arg-001 (layer: empirical, scope: {scope_001}, status: "
+        f"robust) across turn 2 to address arg-017 (layer: policy/regulatory, scope: {scope_017}). arg-001 is "
+        "well-supported within its scope but scope-mismatches arg-017. Position pro-pricing has not engaged arg-017 "
+        "at its actual layer."
+    )
+    return [
+        TURNS[0][:2] + TURNS[0][3:],  # type: ignore[list-item]
+        TURNS[1][:2] + TURNS[1][3:],  # type: ignore[list-item]
+        (
+            "t03/moderator/moderator",
+            "debate",
+            schema.ModeratorTurn,
+            {
+                "text": "\n\n".join(
+                    [
+                        "Contract check after the openings.",
+                        f"Callout: {CALLOUT}",
+                        f"Press on L-004: {PRESS}",
+                        deflection,
+                        'Ruling: claim "Cordon charges mainly push traffic onto boundary roads." (arg-014) is '
+                        f"CLOSED as refuted.\nJustification: {RULING_JUSTIFICATION}",
+                    ]
+                ),
+                "presses": [{"entry": "L-004", "text": PRESS}],
+                "callouts": [{"type": "overreach", "position": "pro-pricing", "turn": 2, "text": CALLOUT}],
+                "deflections": [
+                    {
+                        "position": "pro-pricing",
+                        "cited_args": ["arg-001"],
+                        "turns": [2],
+                        "target_arg": "arg-017",
+                        "text": deflection,
+                    }
+                ],
+                "rulings": [
+                    {
+                        "entry": "L-001",
+                        "arg_id": "arg-014",
+                        "closed_as": "refuted",
+                        "justification": RULING_JUSTIFICATION,
+                        "turns": [2],
+                    }
+                ],
+            },
+        ),
+        (
+            "t04/turn/debater-con-pricing",
+            "debate",
+            schema.DebaterTurn,
+            {
+                "responds_to": {"entry": "L-003", "turn": 2},
+                "move": "partial-rebut",
+                "text": f"Before/after counts need seasonal controls.\n\n{OBJECTION}",
+                "objection": {"entry": "L-001", "text": OBJECTION, "new_args": ["arg-021"]},
+            },
+        ),
+        (
+            "t05/moderator/moderator",
+            "debate",
+            schema.ModeratorTurn,
+            {
+                "text": f"Objection heard. {DECISION}",
+                "objection_decisions": [{"entry": "L-001", "decision": "reaffirm", "text": DECISION}],
+            },
+        ),
+        (
+            "t06/synthesis/orchestrator",
+            "synthesis",
+            schema.Synthesis,
+            {
+                "text": (
+                    "# Synthesis: Does congestion pricing cut traffic without unfair harm?\n\n"
+                    "## Closed claims\n\n- L-001 was closed as refuted.\n\n"
+                    f"## Verdict\n\n**better-grounded:pro-pricing**\n\n- Evidence: {EVIDENCE}\n"
+                    f"- Engagement: {ENGAGEMENT}\n\nThe fairness thread stays open."
+                ),
+                "verdict": {
+                    "label": "better-grounded",
+                    "position": "pro-pricing",
+                    "evidence": EVIDENCE,
+                    "engagement": ENGAGEMENT,
+                },
+            },
+        ),
+    ]
+
+
+@pytest.fixture
+def repeating(graph_kb: KnowledgeBase) -> dict[str, str]:
+    run = _new_run(graph_kb)
+    for number, (key, stage, model, data) in enumerate(_repeating_turns(graph_kb), start=1):
+        _, task, handle = key.split("/")
+        Turn.objects.create(
+            run=run,
+            key=key,
+            seat=run.seats.get(handle=handle),
+            stage=stage,
+            task=task,
+            status="committed",
+            payload=model.model_validate(data).model_dump(mode="json"),
+            schema_version=schema.SCHEMA_VERSION,
+            first_seq=number * 10,
+        )
+    return run_export_run_dir(run)
+
+
+class NothingTwiceTests:
+    """A seat's text that repeats its moves is written without the repeats: each move once, in its shape."""
+
+    def test_each_moderator_move_is_written_once_in_its_own_shape(self, repeating):
+        text = repeating["output/transcript.md"]
+        for said in (CALLOUT, PRESS, RULING_JUSTIFICATION, DECISION, OBJECTION):
+            assert text.count(said) == 1, said
+        assert text.count("is CLOSED as refuted.") == 1
+        assert text.count("Deflection: Position pro-pricing") == 1
+        assert (
+            'Ruling: claim "Cordon charges mainly push traffic onto boundary roads." (arg-014) is CLOSED as '
+            f"refuted.\nJustification: {RULING_JUSTIFICATION}\n"  # its turn references are not added again
+        ) in text
+        # The deflection opens its own paragraph and runs on with what the moderator added to the shape.
+        deflection = next(p for p in text.split("\n\n") if p.startswith("Deflection: "))
+        assert deflection.endswith(
+            "to address arg-017 (layer: policy/regulatory, scope: "
+            f"{graph_scope(repeating, 'arg-017')}). arg-001 is well-supported within its scope but scope-mismatches "
+            "arg-017. Position pro-pricing has not engaged arg-017 at its actual layer."
+        )
+        assert deflection.count("Deflection:") == 1
+
+    def test_what_the_text_says_beyond_the_moves_is_kept(self, repeating):
+        text = repeating["output/transcript.md"]
+        assert "Contract check after the openings." in text
+        assert "Before/after counts need seasonal controls." in text
+        assert "Objection heard." in text
+        assert "Press on L-004:" not in text and "\nCallout:" not in text  # a label left alone goes too
+
+    def test_the_synthesis_has_one_title_and_one_verdict(self, repeating):
+        text = repeating["output/synthesis.md"]
+        assert re.findall(r"^# .*$", text, flags=re.MULTILINE) == ["# Synthesis"]
+        assert re.findall(r"^## Verdict.*$", text, flags=re.MULTILINE) == ["## Verdict"]
+        assert text.count(EVIDENCE) == 1 and text.count(ENGAGEMENT) == 1
+        verdict = text.split("## Verdict\n", 1)[1].split("\n## ", 1)[0]
+        assert _bullets(verdict)["Verdict"] == "better-grounded"
+        assert (
+            "The fairness thread stays open." in verdict
+        )  # the verdict section's own words follow its fields
+        assert "## Closed claims\n\n- L-001 was closed as refuted." in text
+
+    def test_the_synthesis_turn_of_the_transcripts_has_no_second_title_or_verdict(self, repeating):
+        for path in ("output/transcript.md", "output/agents/orchestrator/transcript.md"):
+            text = repeating[path]
+            assert len(re.findall(r"^# ", text, flags=re.MULTILINE)) == 1, path
+            assert "## Verdict" not in text and text.count("\n**Verdict**\n") == 1
+            assert text.count(EVIDENCE) == 1
+
+
+def graph_scope(files: dict[str, str], arg_id: str) -> str:
+    """An argument's scope as its node file in the exported live KB states it."""
+    node = next(t for p, t in files.items() if p.startswith(f"kb/arguments/{arg_id}-"))
+    return re.search(r"^scope: (.*)$", node, flags=re.MULTILINE)[1].strip().strip('"')

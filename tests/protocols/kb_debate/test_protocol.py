@@ -22,13 +22,18 @@ from debates.contract import (
     TurnView,
 )
 from debates.engine import registry
+from debates.engine.view import run_view_load
 from debates.models import Run, Turn
+from debates.protocols.kb_debate.exports import run_export_run_dir
 from debates.protocols.kb_debate.ledger import (
+    LIVE,
     KbDebateConfig,
     dismantled,
     ledger_build,
     non_engagement,
+    turn_cap,
     verdict_errors,
+    was_answered,
 )
 from debates.services import runs as services
 from debates.services.turns import human_turn_submit
@@ -468,6 +473,70 @@ class PlanTests:
         assert [s.key for s in plan.steps] == keys
 
 
+class TurnCapTests:
+    """How long a debate runs: as long as its ledger needs unless the user set a cap; before the cap, every opening
+    claim gets an answer."""
+
+    def test_by_default_the_cap_follows_the_number_of_opening_claims(self):
+        # 6 opening claims: each answered once and half of them answered back (9 debater turns), a moderator
+        # turn every 3 of those (3), and the 2 openings.
+        assert turn_cap(view(HONEST), ledger_build(view(HONEST))) == 2 + 9 + 3
+        # 8 opening claims: 12 debater turns, 4 moderator turns, 2 openings.
+        leaning = {**HONEST, f"t01/opening/{CON}": LEANING[f"t01/opening/{CON}"]}
+        leaning[f"t02/opening/{PRO}"] = opening(
+            *HONEST[f"t02/opening/{PRO}"]["claims"], claim(["arg-008"], "strong")
+        )
+        assert turn_cap(view(leaning), ledger_build(view(leaning))) == 2 + 12 + 4
+        # Never fewer than min_turns, never more than 60.
+        one_each = {
+            f"t01/opening/{CON}": opening(claim(["arg-003"], "contested")),
+            f"t02/opening/{PRO}": opening(claim(["arg-002"], "contested")),
+        }
+        assert turn_cap(view(one_each), ledger_build(view(one_each))) == 12
+
+    def test_before_the_openings_it_is_estimated_from_what_each_position_can_claim(self):
+        # con-x holds 4 arguments, pro-x 3: at most 7 opening claims (an opening makes 5 at most).
+        assert turn_cap(view({})) == 2 + (7 + 4) + 4
+        assert PROTOCOL.expected_turns(view({})) == turn_cap(view({})) + 1  # and the synthesis
+
+    def test_the_users_cap_is_kept(self):
+        assert turn_cap(view(HONEST, max_turns=8), ledger_build(view(HONEST, max_turns=8))) == 8
+        history = {**HONEST, f"t03/turn/{CON}": answer("L-005", 2, "rebut")}
+        for _ in range(4, 9):
+            step = only_step(PROTOCOL.plan(view(history, max_turns=8, min_turns=2)))
+            history[step.key] = (
+                moderation() if step.task == "moderator" else answer(step.context["entry"]["id"], 1, "rebut")
+            )
+        assert (
+            only_step(PROTOCOL.plan(view(history, max_turns=8, min_turns=2))).key
+            == "t09/synthesis/orchestrator"
+        )
+
+    def test_when_the_turns_left_are_as_few_as_the_unanswered_claims_only_those_are_taken_up(self):
+        history = {**HONEST, f"t03/turn/{CON}": answer("L-005", 2, "rebut")}
+        # Room enough: the exchange goes on, the asserter defends L-005.
+        assert only_step(PROTOCOL.plan(view(history))).context["entry"]["id"] == "L-005"
+        # Five turns left (four of them a debater's) for five unanswered opening claims: pro-x answers one of
+        # con-x's (the weakest, L-003 on the weak arg-005) instead.
+        step = only_step(PROTOCOL.plan(view(history, max_turns=8, min_turns=2)))
+        assert (step.seat, step.context["entry"]["id"]) == (PRO, "L-003")
+
+    def test_with_the_users_small_cap_every_opening_claim_still_gets_an_answer_when_the_turns_allow(self):
+        history = dict(HONEST)
+        while not isinstance(plan := PROTOCOL.plan(view(history, max_turns=10, min_turns=2)), Done):
+            step = only_step(plan)
+            if step.task == "synthesis":
+                break
+            if step.task == "moderator":
+                history[step.key] = moderation()
+            else:
+                move = "rebut" if step.context["role"] == "rebut it" else "defend"
+                history[step.key] = answer(step.context["entry"]["id"], step.context["answer_turn"], move)
+        ledger = ledger_build(view(history, max_turns=10, min_turns=2))
+        # 8 turns for 6 claims (two of them the moderator's): every opening claim was answered.
+        assert all(was_answered(ledger, e) for e in ledger.entries.values() if e.turn <= 2)
+
+
 # --- the moderator's rules ------------------------------------------------------------------------------------------
 
 
@@ -886,6 +955,19 @@ def _assert_the_debate_played_out(run: Run) -> None:
     assert any(d["text"].startswith("Deflection: Position ") for p in moderator for d in p["deflections"])
     downgrades = ProposedMutation.objects.filter(run=run, kind="status-downgrade")
     assert downgrades.count() >= 2
+    # Every opening claim was answered; every claim still live is listed as left open, with why, in the
+    # outcome and in the synthesis file.
+    view_ = run_view_load(run)
+    ledger_ = ledger_build(view_)
+    openings = {t.number for t in ledger_.turns if t.task == "opening"}
+    assert all(was_answered(ledger_, e) for e in ledger_.entries.values() if e.turn in openings)
+    live = [e.id for e in ledger_.entries.values() if e.status in LIVE]
+    assert [c["entry"] for c in run.outcome["left_open"]] == live
+    assert all(c["reason"] for c in run.outcome["left_open"])
+    listed = (
+        run_export_run_dir(run)["output/synthesis.md"].split("## Claims left open\n", 1)[1].split("\n## ")[0]
+    )
+    assert [line.split(" ", 2)[1] for line in listed.strip().splitlines() if line.startswith("- L-")] == live
     synthesis = run.turns.get(task="synthesis").payload
     for section in (
         "## Central questions and engagement",
@@ -893,9 +975,10 @@ def _assert_the_debate_played_out(run: Run) -> None:
         "## Claims found baseless",
         "kb-snapshot-construction/",
         "kb/revisions.md",
-        "## Verdict",
     ):
         assert section in synthesis["text"]
+    # No title and no verdict section of its own: the synthesis file has its title and writes the verdict field.
+    assert not synthesis["text"].startswith("# ") and "## Verdict" not in synthesis["text"]
     assert synthesis["verdict"] == run.outcome["verdict"]
 
 
@@ -954,6 +1037,30 @@ class SimulatedDebateTests:
         assert any(c["type"] == "reraised-closed" and c["position"] == "pro-remote" for c in callouts)
         assert any("re-raises closed" in " ".join(e["notes"]) for e in run.outcome["ledger"])
 
+    def test_with_the_users_small_cap_the_claims_left_unanswered_are_listed_with_why(self):
+        kb = demo_kbs_load()[0]
+        run = services.run_create(
+            protocol="kb-debate",
+            topic="Congestion pricing?",
+            kb=kb,
+            config={"max_turns": 6, "min_turns": 2},
+            seed=7,
+            backend_options={"cps": 0},
+            enqueue=False,
+        )
+        assert run_to_stop(run) == "done"
+        run.refresh_from_db()
+        assert run.outcome["turns"] == 6 and run.outcome["turn_cap"] == 6
+        unanswered = [c for c in run.outcome["left_open"] if not c["answered"]]
+        assert unanswered and all(
+            c["reason"]
+            == "never answered: no debater took it up before the debate reached its cap of 6 turns"
+            for c in unanswered
+        )
+        listed = run_export_run_dir(run)["output/synthesis.md"].split("## Claims left open\n", 1)[1]
+        for c in unanswered:
+            assert f"- {c['entry']} ({c['position']}): “{c['claim']}” — open; never answered" in listed
+
     def test_the_simulated_debate_is_deterministic_for_its_seed(self):
         first = _debate(_second_kb())
         KnowledgeBase.objects.filter(slug="remote-work").update(slug="remote-work-1")
@@ -997,8 +1104,6 @@ class SimulatedDebateTests:
 
 
 def _run_view(run: Run) -> RunView:
-    from debates.engine.view import run_view_load
-
     return run_view_load(run)
 
 
