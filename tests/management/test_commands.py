@@ -165,13 +165,13 @@ def test_bench_robustness_prints_a_row_per_protocol_and_the_targets():
         "--database",
         "configured",
     )
-    row = re.search(r"^\s+cross-examination\s+(yes|NO)((?:\s+\d+){7})\s+[\d.]+\s+completed$", out, re.M)
+    row = re.search(r"^\s+cross-examination\s+(yes|NO)((?:\s+\d+){8})\s+[\d.]+\s+completed$", out, re.M)
     summary = re.search(
         r"OpenAI-compatible: (\d+)/1 complete .* (\d+) failed turns .* (\d+) repairs \(asks included\) = ([\d.]+)%",
         out,
     )
     assert row and summary, out
-    turns, failed, repairs, asks, _flags, downs, calls = (int(n) for n in row.group(2).split())
+    turns, failed, repairs, asks, _flags, downs, calls, _obeying = (int(n) for n in row.group(2).split())
     assert row.group(1) == "yes" and turns >= 4 and failed == 0 and downs == 0 and calls >= turns
     assert summary.group(1) == "1" and summary.group(2) == "0" and int(summary.group(3)) == repairs + asks
     assert float(summary.group(4)) <= 5

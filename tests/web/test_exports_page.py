@@ -143,6 +143,8 @@ class TranscriptTests:
         assert stages == ["## Seats", "## Independent analysis", "## Examiner questions", "## Answers"] + [
             "## Assessment",
             "## Outcome",
+            "## Cross-examination",  # the protocol's own sections (seed 000's output) follow the outcome
+            "## Cross-examination summary",
         ]
         assert text.startswith(f"# Transcript of run {run.pk}: {TOPIC}\n")
         assert "- **Backend:** simulated (deterministic agents; no model was called)" in text

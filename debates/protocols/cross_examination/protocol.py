@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from django.utils.text import slugify
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -27,7 +27,7 @@ from debates.contract import (
     Steps,
 )
 from debates.engine.registry import register
-from debates.protocols.cross_examination import schema, signals
+from debates.protocols.cross_examination import exports, schema, signals
 from debates.protocols.cross_examination.schema import (
     MAX_CLAIMS,
     MAX_EVIDENCE,
@@ -36,6 +36,9 @@ from debates.protocols.cross_examination.schema import (
     PLACES,
 )
 from debates.protocols.schemas import at_most, by_property, clamped, per_key, said
+
+if TYPE_CHECKING:
+    from debates.models import Run
 
 
 class AnalystConfig(BaseModel):
@@ -271,6 +274,11 @@ class CrossExamination(Protocol[CrossExaminationConfig]):
     ) -> SeatSignals:
         return signals.seat_signals(outcome, config, names, turns)
 
+    def transcript_sections(self, run: Run) -> list[str]:
+        """Seed 000's output in the Markdown transcript: per question its Q / A / assessment, the summary table,
+        the surviving / revised / weakened claims and the degradation notes (exports.py)."""
+        return exports.transcript_sections(run)
+
     def seats(self, config: CrossExaminationConfig) -> list[SeatSpec]:
         seats = [SeatSpec(analyst_handle(a.name), a.name, "analyst", a.lens) for a in config.analysts]
         seats.append(SeatSpec("examiner", "Examiner", "examiner", "", human=config.examiner == "human"))
@@ -342,6 +350,7 @@ class CrossExamination(Protocol[CrossExaminationConfig]):
             stage="analysis",
             task="analysis",
             schema=schema.Analysis,
+            sees=(),  # seed: independent analyses; no analyst reads another's, in whatever order they commit
             context={"analyst": handle, "name": seat.name, "lens": seat.lens},
         )
 
@@ -358,6 +367,7 @@ class CrossExamination(Protocol[CrossExaminationConfig]):
             stage="questions",
             task="questions",
             schema=schema.questions_schema(claims, asked, at_least),
+            sees=("r1/analysis/",),  # seed: the examiner reads ALL analyses
             context={
                 "per_analyst": config.questions_per_analyst,
                 "analyses": [
@@ -382,6 +392,9 @@ class CrossExamination(Protocol[CrossExaminationConfig]):
             stage="answers",
             task="answers",
             schema=answers_schema,
+            # The analyses and the questions (its own are in the context, as references into them), never a
+            # sibling's answer of this same stage. Every answerer reads the same transcript: one cached prefix.
+            sees=("r1/analysis/", KEY_QUESTIONS),
             context={
                 "analyst": handle,
                 "name": view.seats[handle].name,
@@ -400,6 +413,7 @@ class CrossExamination(Protocol[CrossExaminationConfig]):
             stage="assessment",
             task="assessment",
             schema=schema.assessment_schema(answered),
+            sees=None,  # the examiner classifies with the whole record before it: analyses, questions, answers
             context={"record": record},
         )
 

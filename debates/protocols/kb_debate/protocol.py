@@ -270,6 +270,7 @@ class KbDebate(Protocol[KbDebateConfig]):
             stage="openings",
             task="opening",
             schema=schema.opening_schema(*_references(view)),
+            sees=(),  # seed 002: openings are independent; in step mode or after a resume no opening reads another
             context={
                 "position": position,
                 "name": position,
