@@ -38,9 +38,10 @@ class Step:
     task: str
     schema: type[BaseModel]
     context: Mapping[str, Any] = field(default_factory=dict)
-    # Key prefixes of the committed turns this step may read (None: all). Independent rounds use it so a turn
-    # that happened to commit earlier in the same round never leaks into a sibling's prompt.
-    sees: tuple[str, ...] | None = None
+    # Key prefixes of the committed turns this step may read: () none, None all. Required, so every step says what
+    # it may see: an independent round's turn never reads a sibling that happened to commit first (in step mode,
+    # after a crash), whatever order its turns commit in.
+    sees: tuple[str, ...] | None = field(kw_only=True)
 
     def may_see(self, key: str) -> bool:
         return self.sees is None or key.startswith(self.sees)

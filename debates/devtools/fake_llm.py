@@ -199,6 +199,7 @@ def simulated_reply(
         seat=attrs.get("seat", ""),
         stage=key.split("/")[0],
         task=attrs.get("task", ""),
+        sees=None,  # rebuilt from a prompt: it saw what the prompt carries
         schema=_AnySchema,
         context=context if isinstance(context, dict) else {},
     )

@@ -55,6 +55,7 @@ def answers_step() -> Step:
         stage="r3",
         task="answers",
         schema=ANSWERS,
+        sees=None,
         context={
             "name": "Ada",
             "questions": [QUESTIONS["questions"][0]],
@@ -84,7 +85,12 @@ class LayoutTests:
     def test_every_seat_of_a_stage_shares_the_prefix(self):
         one = prompt_render(protocol="cross-examination", step=answers_step(), view=view())
         other_step = Step(
-            key="r3/answers/analyst-bo", seat="analyst-bo", stage="r3", task="answers", schema=ANSWERS
+            key="r3/answers/analyst-bo",
+            seat="analyst-bo",
+            stage="r3",
+            task="answers",
+            schema=ANSWERS,
+            sees=None,
         )
         other = prompt_render(protocol="cross-examination", step=other_step, view=view())
         assert one.prefix == other.prefix and one.task != other.task

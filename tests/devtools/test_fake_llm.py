@@ -444,6 +444,7 @@ def analysis_request(seed: int) -> AgentRequest:
         stage="r1",
         task="analysis",
         schema=Analysis,
+        sees=(),
         context={"analyst": "analyst-ada", "name": "Ada", "lens": "economics"},
     )
     view = RunView(

@@ -31,7 +31,9 @@ def flagging_analyses(monkeypatch: pytest.MonkeyPatch) -> None:
         accepted = accept(step, payload, view)
         if step.task != "analysis":
             return accepted
-        return Accepted(accepted.payload, (*accepted.flags, Flag("unverified_quote", "claims.0.quote", DETAIL)))
+        return Accepted(
+            accepted.payload, (*accepted.flags, Flag("unverified_quote", "claims.0.quote", DETAIL))
+        )
 
     monkeypatch.setattr(protocol, "accept", flagging)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
+from pydantic import BaseModel
 
 from debates.agents import simulated
 from debates.agents.prompts import Prompt, prompt_render
@@ -158,3 +159,13 @@ def test_a_parallel_stage_renders_the_same_prompts_in_parallel_step_mode_and_aft
         )
         assert prompt.prefix == parallel[key].prefix, f"{key}: resuming after a crash changes its transcript"
         assert prompt.text == parallel[key].text, f"{key}: resuming after a crash changes its prompt"
+
+
+def test_a_step_must_say_what_it_may_see():
+    """No default that sees everything: a step planned without `sees` is a programming error."""
+    with pytest.raises(TypeError, match="sees"):
+        Step(key="r1/x/a", seat="a", stage="x", task="x", schema=BaseModel)  # type: ignore[call-arg]
+    assert (
+        Step(key="r1/x/a", seat="a", stage="x", task="x", schema=BaseModel, sees=()).may_see("r0/y/b")
+        is False
+    )

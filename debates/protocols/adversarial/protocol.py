@@ -371,6 +371,7 @@ class Adversarial(Protocol[AdversarialConfig]):
             seat="judge",
             stage="judgement",
             task="judgement",
+            sees=None,  # the judge weighs both positions
             schema=schema.judgement_schema(
                 tuple(dict.fromkeys(str(s["id"]) for s in (case or {}).get("strengths", []))),
                 tuple(
@@ -397,6 +398,7 @@ class Adversarial(Protocol[AdversarialConfig]):
             seat="judge",
             stage="judgement",
             task="review",
+            sees=None,  # a single reviewer reads the whole record
             schema=schema.SingleReview,
             context={
                 "name": view.seats["judge"].name,

@@ -776,6 +776,7 @@ class Comparative(Protocol[ComparativeConfig]):
             seat="decider",
             stage="review",
             task="evidence_review",
+            sees=None,  # the decider reviews the whole evidence base
             schema=schema.EvidenceReview,
             context={
                 **self._common(view, setup),

@@ -579,6 +579,7 @@ class Consultation(Protocol[ConsultationConfig]):
             seat="judge",
             stage="cross_exam",
             task="cross_exam_judge",
+            sees=None,  # the judge synthesises every reply of the round
             schema=schema.cross_exam_synthesis_schema(
                 tuple(names[h] for h in replied), self._answered_names(view)
             ),
@@ -597,6 +598,7 @@ class Consultation(Protocol[ConsultationConfig]):
             seat="judge",
             stage="verdict",
             task="verdict",
+            sees=None,  # the verdict weighs the whole consultation
             schema=(
                 schema.verdict_explore_schema if config.mode == "explore" else schema.verdict_converge_schema
             )(self._answered_names(view)),

@@ -358,6 +358,7 @@ class KbDebate(Protocol[KbDebateConfig]):
             seat=seat,
             stage="debate",
             task="turn",
+            sees=None,  # an interleaved debate: each turn answers what came before
             schema=schema.turn_schema(
                 *_references(view),
                 ("defend", "concede") if answerer == entry.position else ("rebut", "partial-rebut"),
@@ -414,6 +415,7 @@ class KbDebate(Protocol[KbDebateConfig]):
             seat="moderator",
             stage="debate",
             task="moderator",
+            sees=None,  # the moderator rules on the whole debate so far
             schema=schema.moderator_schema(
                 *_references(view),
                 tuple(self.view_config(view).positions),
@@ -443,6 +445,7 @@ class KbDebate(Protocol[KbDebateConfig]):
             seat="orchestrator",
             stage="synthesis",
             task="synthesis",
+            sees=None,  # the synthesis reads the whole debate
             # The verdicts the ledger allows; should it allow none, every verdict, and accept flags the pick.
             schema=schema.synthesis_schema(
                 tuple(verdicts_allowed(view, ledger) or verdicts_possible(self.view_config(view).positions))
@@ -489,6 +492,7 @@ class KbDebate(Protocol[KbDebateConfig]):
                             seat="moderator",
                             stage="review",
                             task="verdict-review",
+                            sees=None,  # the review reads the verdict and its debate
                             schema=schema.REVIEW_SCHEMA,
                             context={
                                 "name": "Moderator",

@@ -828,6 +828,7 @@ class MarketPanel(Protocol[MarketPanelConfig]):
             seat="judge",
             stage="judgement",
             task="judgement",
+            sees=None,  # the judge scores the whole panel
             schema=schema.judgement_schema(tuple(row["id"] for row in traced["rows"])),
             context={
                 "name": view.seats["judge"].name,

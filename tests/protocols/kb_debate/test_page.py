@@ -129,7 +129,7 @@ def commit(run: Run, key: str, payload: dict[str, Any]) -> Turn:
             first_seq=seq,
             human=seat_handle == "moderator",
         )
-        step = Step(key=key, seat=seat_handle, stage="debate", task=task, schema=SCHEMAS[task])
+        step = Step(key=key, seat=seat_handle, stage="debate", task=task, schema=SCHEMAS[task], sees=None)
         protocol.on_commit(step, data, TurnEffects(run_id=run.pk, turn_id=turn.pk))
         event_append(run_id=run.pk, kind="turn_committed", payload={"key": key, "attempt": 1})
     return turn

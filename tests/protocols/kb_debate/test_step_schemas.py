@@ -234,6 +234,7 @@ class FlagTests:
             stage="debate",
             task="turn",
             schema=schema.turn_schema(tuple(ARGS), tuple(SOURCES), ("rebut",), ("L-001",)),
+            sees=None,
             context={"entry": {"id": "L-005"}, "answer_turn": 2},
         )
         objection = {"entry": "L-001", "text": "No.", "new_args": ["arg-008"], "new_sources": []}
@@ -256,6 +257,7 @@ class FlagTests:
             stage="synthesis",
             task="synthesis",
             schema=schema.synthesis_schema(tuple(verdicts_possible(["con-x", "pro-x"]))),
+            sees=None,
         )
         picked = {"label": "genuinely-contested", "evidence": "e", "engagement": "g"}
         result = PROTOCOL.accept(step, step.schema.model_validate({"text": "# S", "verdict": picked}), before)
