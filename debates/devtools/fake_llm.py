@@ -223,7 +223,7 @@ def simulated_reply(
 
 SCHEMA_MAX_STRING = 60  # characters, unless the schema's minLength asks for more
 SCHEMA_MAX_ITEMS = 4  # array items, unless the schema's minItems asks for more
-SCHEMA_EXAMPLES = 4  # examples drawn per answer; the last is sent (the first is hypothesis's simplest)
+SCHEMA_EXAMPLES = 2  # examples drawn per answer; the last is sent (the first is hypothesis's simplest)
 PROSE = (
     "the evidence points both ways and the answer depends on what is weighed most, so I would start with the "
     "strongest claim on each side and test it against the figures before drawing any firm conclusion here"

@@ -24,7 +24,7 @@ from debates.services.demos import run_headless_demo_create
 
 PROTOCOLS = sorted(p.name for p in registry.all_protocols())
 # Answers drawn per step and schema in the property test (each draw is an arbitrary valid instance).
-DRAWS = 6
+DRAWS = 3
 
 
 @pytest.mark.django_db(transaction=True)
