@@ -118,6 +118,22 @@ def said(text: str, where: str, flags: list[Flag], what: str = "text") -> str:
     return stripped
 
 
+def flags_at(flags: Any, where: str, *, inside: bool = True) -> list[Mapping[str, Any]]:
+    """A turn's stored flags (Turn.flags, as a body template receives them) on the item at the payload path
+    `where` ("arguments.0"), or also inside it ("arguments.0.claim") when `inside`: what the turn bodies mark."""
+    if isinstance(flags, str) or not isinstance(flags, Sequence):  # a body rendered without its flags
+        return []
+    return [
+        flag
+        for flag in flags
+        if isinstance(flag, Mapping)
+        and (
+            str(flag.get("where", "")) == where
+            or (inside and str(flag.get("where", "")).startswith(f"{where}."))
+        )
+    ]
+
+
 def at_most[T](items: Sequence[T], limit: int, where: str, flags: list[Flag], what: str = "items") -> list[T]:
     """The first `limit` items; the rest are dropped and flagged."""
     if len(items) <= limit:

@@ -76,7 +76,9 @@ def test_each_protocol_starts_from_the_home_page_in_at_most_two_clicks(
         cancel = page.locator("#control-cancel")
         if cancel.count() and cancel.is_enabled():
             page.once("dialog", lambda dialog: dialog.accept())  # "Cancel this run?"
-            cancel.click()
+            with page.expect_response(lambda r: "/control/cancel/" in r.url, timeout=SEE) as answered:
+                cancel.click()
+            assert answered.value.ok, answered.value.status
             expect(page.locator("#run-status")).to_have_attribute("data-status", "cancelled", timeout=SEE)
     width, height = viewport["width"], viewport["height"]
     print(f"\nclicks from / to a running debate at {width}x{height}: {counts}")

@@ -4,7 +4,7 @@ streams and in frames rendered without the database)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from django import template
@@ -18,7 +18,7 @@ from debates.protocols.comparative.protocol import (
     opening_texts,
     rebuttal_texts,
 )
-from debates.protocols.schemas import property_names
+from debates.protocols.schemas import flags_at, property_names
 
 register = template.Library()
 
@@ -120,14 +120,4 @@ def item_path(field: str, index: int) -> str:
     return f"{field}.{index}"
 
 
-@register.filter
-def flags_at(flags: Any, where: str) -> list[Mapping[str, Any]]:
-    """The flags on the item at `where` or inside it ("arguments.0" holds "arguments.0.claim")."""
-    if isinstance(flags, str) or not isinstance(flags, Sequence):  # a body rendered without its flags
-        return []
-    return [
-        f
-        for f in flags
-        if isinstance(f, Mapping)
-        and (f.get("where") == where or str(f.get("where", "")).startswith(f"{where}."))
-    ]
+register.filter("flags_at", flags_at)  # the flags on the item at `where` or inside it

@@ -22,6 +22,7 @@ from debates.protocols.consultation.states import (
     ROUND_OF_STATE,
     STATE_LABELS,
 )
+from debates.protocols.schemas import flags_at
 
 register = template.Library()
 
@@ -123,12 +124,7 @@ def flag_mark(flags: Any, *path: Any) -> str:
     """A mark beside an item code flagged in the turn (`flags`: the turn's, as the body template receives them):
     any flag whose `where` is the item's path (the parts joined by dots) or inside it; "" without one."""
     where = ".".join(str(part) for part in path)
-    hits = [
-        flag
-        for flag in (flags if isinstance(flags, list | tuple) else [])
-        if isinstance(flag, dict)
-        and (str(flag.get("where", "")) == where or str(flag.get("where", "")).startswith(where + "."))
-    ]
+    hits = flags_at(flags, where)
     if not hits:
         return ""
     kinds = ", ".join(dict.fromkeys(str(flag.get("kind", "flag")).replace("_", " ") for flag in hits))

@@ -3,7 +3,7 @@ streams and in frames rendered without the database)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from django import template
@@ -11,6 +11,7 @@ from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 
 from debates.protocols.market_panel import schema
+from debates.protocols.schemas import flags_at
 
 register = template.Library()
 
@@ -95,11 +96,7 @@ def weight_label(dimension: Any) -> str:
 def flag_marks(flags: Any, *parts: Any) -> SafeString:
     """A mark for each flag of the item at the payload path `parts` joined with dots (`"arguments" 0 "claim"`)."""
     where = ".".join(str(part) for part in parts)
-    found = (
-        flag
-        for flag in (flags if isinstance(flags, Sequence) and not isinstance(flags, str) else ())
-        if isinstance(flag, Mapping) and flag.get("where") == where
-    )
+    found = flags_at(flags, where, inside=False)
     return format_html_join(
         " ",
         '<span class="flag-mark" data-flag-kind="{}" title="{}">{}</span>',
