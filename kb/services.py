@@ -448,6 +448,7 @@ def kb_import_seed002(
 
 
 def _ordered(frontmatter: dict[str, Any], order: list[str]) -> dict[str, Any]:
+    # the order the file had: a jsonb column (PostgreSQL) gives keys back in its own order
     keys = [k for k in order if k in frontmatter] + [k for k in frontmatter if k not in order]
     return {k: frontmatter[k] for k in keys}
 
@@ -619,8 +620,8 @@ def _source_edited(raw: str, before: Source, now: Source) -> str:
         raw,
         lambda text: seed002_edit.source_edit(
             text,
-            _json_same(before.frontmatter),
-            _json_same(now.frontmatter),
+            _json_same(_ordered(before.frontmatter, before.frontmatter_order)),
+            _json_same(_ordered(now.frontmatter, now.frontmatter_order)),
             (before.title, _json_same(before.fields), before.body),
             (now.title, _json_same(now.fields), now.body),
         ),
@@ -634,7 +635,11 @@ def _entity_edited(raw: str, before: Entity, now: Entity) -> str:
         now.path,
         raw,
         lambda text: seed002_edit.entity_edit(
-            text, _json_same(before.frontmatter), _json_same(now.frontmatter), before.body, now.body
+            text,
+            _json_same(_ordered(before.frontmatter, before.frontmatter_order)),
+            _json_same(_ordered(now.frontmatter, now.frontmatter_order)),
+            before.body,
+            now.body,
         ),
         lambda node: _row_same(_entity_row(node), now, ENTITY_COMPARED),
         _entity_file(now),

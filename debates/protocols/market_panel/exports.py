@@ -19,6 +19,17 @@ from debates.platform.markdown import inline, table
 if TYPE_CHECKING:
     from debates.models import Run
 
+DIMENSIONS = ("logic", "evidence", "clarity", "persuasiveness")
+
+
+def weights_in_order(weights: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
+    """The judge's weights in the dimensions' order (a JSON column need not keep the order it was given)."""
+    given = dict(weights or {})
+    return [(d, given[d]) for d in DIMENSIONS if d in given] + [
+        (k, v) for k, v in given.items() if k not in DIMENSIONS
+    ]
+
+
 TRACE_HEADER = (
     "Argument",
     "Seat",
@@ -75,7 +86,7 @@ def _score_cells(score: Mapping[str, Any] | None) -> tuple[str, str, str]:
     """(L·E·C·P, the recomputed weighted score with the judge's differing figure, the verdict)."""
     if not score:
         return "—", "—", "unscored"
-    scores = "·".join(str(score.get(d, "—")) for d in ("logic", "evidence", "clarity", "persuasiveness"))
+    scores = "·".join(str(score.get(d, "—")) for d in DIMENSIONS)
     weighted = f"**{_number(score.get('weighted'))}**"
     if score.get("weighted_mismatch"):
         weighted += f" (judge: {_number(score.get('judge_weighted'))})"
@@ -106,7 +117,7 @@ def trace_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
 
 def _weights(outcome: Mapping[str, Any]) -> str:
     weights = ", ".join(
-        f"{str(name).capitalize()} {weight} %" for name, weight in dict(outcome.get("weights") or {}).items()
+        f"{str(name).capitalize()} {weight} %" for name, weight in weights_in_order(outcome.get("weights"))
     )
     return (
         f"Judge weights: {weights} — weighted score = Σ score × weight / 100 on the 1–10 scale, recomputed by "

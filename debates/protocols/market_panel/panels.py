@@ -11,6 +11,7 @@ from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 
 from debates.protocols.market_panel import schema
+from debates.protocols.market_panel.exports import weights_in_order
 from debates.protocols.schemas import flags_at
 
 register = template.Library()
@@ -85,6 +86,11 @@ def key_seat(key: Any) -> str:
 def arg_id(seat: Any, number: Any) -> str:
     """`<seat>_arg_<n>`, zero-based, as the protocol numbers arguments."""
     return f"{seat}_arg_{number}"
+
+
+@register.filter
+def in_dimension_order(weights: Any) -> list[tuple[str, Any]]:
+    return weights_in_order(weights if isinstance(weights, Mapping) else None)
 
 
 @register.filter
