@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fnmatch
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,6 +63,32 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["DISPUTA_CHANNEL_PREFIX"] = f"asgi-{worker}"
         settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = os.environ["DISPUTA_CHANNEL_PREFIX"]
         settings.CACHES["default"]["KEY_PREFIX"] = os.environ["DISPUTA_CHANNEL_PREFIX"]
+
+
+# What the scaled pass (PostgreSQL, Redis, the database task queue) runs besides tests/scaled: the tests whose
+# outcome can depend on the database or the channel layer (locking, leases, transactions, jsonb key order, the
+# pub/sub fan-out, whole debates and what is exported from them). Forms, page layout, schemas and prompts read the
+# same on both and run in the SQLite pass only, which keeps CI within its time.
+BACKEND_SENSITIVE = (
+    "tests/engine/",
+    "tests/kb/",
+    "tests/services/",
+    "tests/selectors/",
+    "tests/management/",
+    "tests/web/test_consumers.py",
+    "tests/web/test_exports_page.py",
+    "tests/web/test_inbox.py",
+    "tests/protocols/*/test_protocol.py",
+    "tests/protocols/*/test_exports.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    root = Path(__file__).resolve().parent.parent
+    for item in items:
+        rel = Path(item.path).resolve().relative_to(root).as_posix()
+        if any(fnmatch.fnmatch(rel, f"{pattern}*") for pattern in BACKEND_SENSITIVE):
+            item.add_marker(pytest.mark.backend)
 
 
 def _postgres_flush_by_delete() -> None:

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import re
 import time
 from typing import Any
 
@@ -23,6 +24,10 @@ from debates.platform.conf import conf
 log = logging.getLogger("debates.engine")
 
 PUBLISH_DELAY_SECONDS = 0.02
+
+# A structured answer opens with syntax (`{"claims": [{"text": "`): its first frame worth sending is the one
+# where a string value has its first character, or any text that is not JSON at all.
+FIRST_TEXT = re.compile(r':\s*"(?:[^"\\]|\\.)|^\s*[^\s{\[]')
 
 
 class EventOutbox:
@@ -71,9 +76,12 @@ class LiveFrames:
         self.run_id = run_id
         self._parts: dict[int, dict[str, Any]] = {}  # first_seq -> the turn's latest live frame, unsent
         self._sender: asyncio.Task[None] | None = None
+        self._first_text = asyncio.Event()  # a turn's first text: sent without waiting out the interval
 
-    def offer(self, layer: Any, part: dict[str, Any]) -> None:
+    def offer(self, layer: Any, part: dict[str, Any], *, first_text: bool = False) -> None:
         self._parts[part["first_seq"]] = part
+        if first_text:
+            self._first_text.set()
         if self._sender is None or self._sender.done():
             self._sender = asyncio.create_task(self._send(layer))
 
@@ -93,7 +101,9 @@ class LiveFrames:
                 await layer.group_send(run_group(self.run_id), {"type": "turn.delta", "parts": parts})
             except Exception:  # best effort: the next frame, or the commit's event, brings the text
                 log.exception("run %s: sending live frames failed", self.run_id)
-            await asyncio.sleep(conf("FLUSH_SECONDS"))
+            self._first_text.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._first_text.wait(), conf("FLUSH_SECONDS"))
 
 
 async def turn_stream(
@@ -108,10 +118,11 @@ async def turn_stream(
     first_token_at = None
     last_flush = time.monotonic()
     last_save = -math.inf  # the first flush saves
+    text_shown = False  # until a frame has shown text, each delta that may bring the first text is flushed at once
     result: Result | None = None
     crash_point("before_first_token")
 
-    async def flush() -> None:
+    async def flush(*, first_text: bool = False) -> None:
         nonlocal last_flush, last_save
         last_flush = time.monotonic()
         if last_flush - last_save >= save_every:
@@ -132,7 +143,9 @@ async def turn_stream(
             except Exception:  # a live preview must never fail the debate; the commit renders the turn
                 log.exception("run %s: rendering the live frame of %s failed", live.run_id, request.step.key)
             else:
-                live.offer(layer, {"first_seq": claimed.first_seq, "attempt": attempt, "html": html})
+                live.offer(
+                    layer, {"first_seq": claimed.first_seq, "attempt": attempt, "html": html}, first_text=first_text
+                )
         crash_point("mid_stream")
 
     try:
@@ -141,7 +154,10 @@ async def turn_stream(
                 if first_token_at is None:
                     first_token_at = timezone.now()
                 text += item.text
-                if time.monotonic() - last_flush >= flush_every:
+                if not text_shown and FIRST_TEXT.search(text):
+                    text_shown = True
+                    await flush(first_text=True)
+                elif time.monotonic() - last_flush >= flush_every:
                     await flush()
             elif isinstance(item, Result):
                 result = item

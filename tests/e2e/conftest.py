@@ -85,6 +85,8 @@ def live_daphne(monkeypatch: pytest.MonkeyPatch, transactional_db: None) -> Iter
             pytest.fail("The live server needs a file database (DATABASES['default']['TEST']['NAME']).")
     # The child is spawned (tests/conftest.py), so it reads settings from this environment, not from the
     # `settings` fixture: the autouse DummyBackend override of the unit tests does not reach it.
+    # The test database this process uses: under xdist each worker has its own (a suffixed name).
+    monkeypatch.setenv("DISPUTA_TEST_DB_NAME", str(connections["default"].settings_dict["NAME"]))
     monkeypatch.setenv("DISPUTA_TASKS_BACKEND", "inprocess")
     monkeypatch.setenv("DISPUTA_RESUME_ON_START", "true")
     monkeypatch.setenv("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1")

@@ -52,7 +52,9 @@ def _steps_of_a_run(protocol: str, monkeypatch: pytest.MonkeyPatch) -> list[tupl
         return accept(step, payload, view)
 
     monkeypatch.setattr(instance, "accept", recording)
-    run = run_headless_demo_create(protocol=protocol, backend="simulated", model="", seed=3)
+    run = run_headless_demo_create(
+        protocol=protocol, backend="simulated", model="", seed=3, backend_options={"cps": 0}
+    )
     asyncio.run(run_execute(run.pk))
     monkeypatch.undo()
     return list(seen.values())
