@@ -67,10 +67,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # What the scaled pass (PostgreSQL, Redis, the database task queue) runs besides tests/scaled: the tests whose
 # outcome can depend on the database or the channel layer (locking, leases, transactions, jsonb key order, the
-# pub/sub fan-out, whole debates and what is exported from them). Forms, page layout, schemas and prompts read the
-# same on both and run in the SQLite pass only, which keeps CI within its time.
+# pub/sub fan-out, whole debates and what is exported from them). Forms, page layout, schemas, prompts and the
+# model-fault suite read the same on both and run in the SQLite pass only, which keeps CI within its time.
 BACKEND_SENSITIVE = (
-    "tests/engine/",
+    "tests/engine/test_budget.py",
+    "tests/engine/test_crash_safety.py",
+    "tests/engine/test_publishing.py",
+    "tests/engine/test_runner.py",
+    "tests/engine/test_streaming.py",
     "tests/kb/",
     "tests/services/",
     "tests/selectors/",

@@ -118,7 +118,8 @@ async def turn_stream(
     first_token_at = None
     last_flush = time.monotonic()
     last_save = -math.inf  # the first flush saves
-    text_shown = False  # until a frame has shown text, each delta that may bring the first text is flushed at once
+    # Until a frame has shown text, a delta that may bring the first text is flushed at once.
+    text_shown = False
     result: Result | None = None
     crash_point("before_first_token")
 
@@ -144,7 +145,9 @@ async def turn_stream(
                 log.exception("run %s: rendering the live frame of %s failed", live.run_id, request.step.key)
             else:
                 live.offer(
-                    layer, {"first_seq": claimed.first_seq, "attempt": attempt, "html": html}, first_text=first_text
+                    layer,
+                    {"first_seq": claimed.first_seq, "attempt": attempt, "html": html},
+                    first_text=first_text,
                 )
         crash_point("mid_stream")
 

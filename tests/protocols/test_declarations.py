@@ -75,6 +75,7 @@ NAMES_AS_DATA = {
     "debates/management/commands/bench.py",
     "debates/management/commands/demo.py",
     "debates/devtools/bench_fanout.py",
+    "debates/devtools/bench_cpu.py",
 }
 
 

@@ -1,5 +1,5 @@
-"""`manage.py bench overhead|cache|pages|fanout|robustness` (fanout: debates/devtools/bench_fanout.py; robustness:
-debates/devtools/robustness.py).
+"""`manage.py bench overhead|cache|pages|fanout|robustness|cpu` (fanout: debates/devtools/bench_fanout.py;
+robustness: debates/devtools/robustness.py; cpu: debates/devtools/bench_cpu.py).
 
 `bench overhead`: how much the engine adds to the critical path of a debate.
 
@@ -44,7 +44,7 @@ from django.core.management.color import no_style
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from debates import demo
-from debates.devtools import bench_fanout
+from debates.devtools import bench_cpu, bench_fanout
 from debates.devtools.fake_llm import FakeLLMServer
 from debates.devtools.robustness import (
     ROBUSTNESS_BACKENDS,
@@ -463,7 +463,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("which", choices=["overhead", "cache", "pages", "fanout", "robustness"])
+        parser.add_argument("which", choices=["overhead", "cache", "pages", "fanout", "robustness", "cpu"])
         parser.add_argument("--debates", type=int, default=10, help="fanout: debates at once (10).")
         parser.add_argument(
             "--viewers", type=int, default=50, help="fanout: websocket viewers per debate (50)."
@@ -484,7 +484,7 @@ class Command(BaseCommand):
             "--runs",
             type=int,
             default=None,
-            help="overhead: debates to run (3); pages: runs generated (10,000).",
+            help="overhead, cpu: debates to run (3); pages: runs generated (10,000).",
         )
         parser.add_argument("--turns", type=int, default=200_000, help="pages: turns generated in all.")
         parser.add_argument("--repeat", type=int, default=7, help="pages: requests timed per page (median).")
@@ -541,6 +541,9 @@ class Command(BaseCommand):
                 database=opts["database"],
                 workers=opts["workers"],
             )
+        if which == "cpu":
+            with _database(opts["database"], "bench cpu", cleanup=bench_cpu.bench_cpu_cleanup) as where:
+                return self._cpu(runs=3 if runs is None else runs, ttft=ttft, cps=cps, where=where)
         if which == "pages":
             return self._pages(
                 runs=10_000 if runs is None else runs,
@@ -667,6 +670,37 @@ class Command(BaseCommand):
             f"{flags} flagged items, {downs} steps down (target 0), "
             f"calls x{calls / obeying if obeying else float('nan'):.2f} of a model that obeys everything "
             f"({obeying}) {'OK' if done == len(rows) and not failed and not downs and share <= TARGET_REPAIR_SHARE else 'MISSED'}"
+        )
+
+    def _cpu(self, *, runs: int, ttft: float, cps: float, where: str) -> None:
+        result = bench_cpu.measure_cpu(runs=runs, ttft=ttft, cps=cps)
+        self.stdout.write(
+            f"bench cpu: {runs} {result['protocol']} debates (3 agents + judge), simulated model ttft={ttft}s "
+            f"cps={cps:.0f}, one after another in a `manage.py serve` process with one websocket viewer; {where}"
+        )
+        for index, row in enumerate(result["rows"], start=1):
+            self.stdout.write(
+                f"  run {index}: server CPU {row['cpu']:.3f}s over {row['wall']:.1f}s wall, {row['turns']} turns, "
+                f"{row['chars']:,} characters streamed, {row['cpu_per_1000']:.4f}s per 1,000 characters"
+            )
+
+        def verdict(ok: bool) -> str:
+            return "PASS" if ok else "FAIL"
+
+        cpu, per_1000, first = result["cpu"], result["cpu_per_1000"], result["first_text_p95_ms"]
+        self.stdout.write(
+            f"CPU per debate: median {cpu:.3f}s (target <= {bench_cpu.TARGET_CPU_PER_DEBATE}s; reference "
+            f"llm-council {bench_cpu.REFERENCE_PEER_CPU}s, no streaming: x{cpu / bench_cpu.REFERENCE_PEER_CPU:.2f}) "
+            f"{verdict(cpu <= bench_cpu.TARGET_CPU_PER_DEBATE)}"
+        )
+        self.stdout.write(
+            f"CPU per 1,000 streamed characters: median {per_1000:.4f}s "
+            f"(target <= {bench_cpu.TARGET_CPU_PER_1000_CHARS}s) {verdict(per_1000 <= bench_cpu.TARGET_CPU_PER_1000_CHARS)}"
+        )
+        self.stdout.write(
+            f"first text on screen after the model's first token: p95 {first:.0f} ms over "
+            f"{result['first_text_turns']} turns (target <= {bench_cpu.TARGET_FIRST_TEXT_MS:.0f} ms) "
+            f"{verdict(first <= bench_cpu.TARGET_FIRST_TEXT_MS)}"
         )
 
     def _pages(self, *, runs: int, turns: int, repeat: int, database: str) -> None:

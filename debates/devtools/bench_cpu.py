@@ -1,0 +1,121 @@
+"""`manage.py bench cpu`: what a debate costs the server's CPU, and how soon its text shows.
+
+The one-laptop server (`manage.py serve`: Daphne, in-memory layer, the debates on its own loop) runs the reference
+debate, the consultation demo (three agents and a judge) against the simulated model paced as a real one (time to
+first token --ttft, --cps characters per second), while one websocket viewer watches it as the run page does. The
+server's own CPU time (user + system, from /proc) over the debate, from the moderator's start to the viewer having
+the final frame, is the figure: per debate, and per 1,000 characters streamed. The same viewer's frames give the
+delay from each turn's first token (Turn.first_token_at, written by the server) to the first frame that shows the
+text, p95 over the turns.
+
+Reference: karpathy's llm-council, measured on this machine for issue 24 with the same fake model (8 calls, no
+streaming, FastAPI writing JSON files): 0.23 s per debate. It is not vendored, so this bench prints that figure as
+the reference rather than re-running it."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import os
+import re
+import statistics
+import time
+from typing import Any
+
+from debates.devtools.bench_fanout import (
+    BENCH_MODERATOR,
+    BENCH_VIEWER,
+    STATUS,
+    BenchBroke,
+    Server,
+    _percentile,
+    _session_cookie,
+    _watch_runs,
+)
+from debates.models import Run, Turn
+from debates.services.demos import run_headless_demo_create
+
+TOPIC_PREFIX = "[bench-cpu] "
+REFERENCE_PEER_CPU = 0.23  # llm-council, s per debate (issue 24, this machine, same fake model)
+TARGET_CPU_PER_DEBATE = 0.35  # within 1.5x of a peer that does not stream at all
+TARGET_CPU_PER_1000_CHARS = 0.04
+TARGET_FIRST_TEXT_MS = 100.0  # after the model's first token, p95
+LIVE_PART = re.compile(r'id="(turn-[^"]+)-live"')
+CURSOR = re.compile(r'<span class="cursor">.*?</span>', re.S)
+TAG = re.compile(r"<[^>]+>")
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _first_text_at(frames: list[tuple[float, str]]) -> dict[str, float]:
+    """For each turn (its dom id), when the viewer first got a live frame of it showing some text: its live body
+    with the tags and the streaming cursor taken out is not blank."""
+    shown: dict[str, float] = {}
+    for arrived, frame in frames:
+        if STATUS.search(frame):
+            continue  # an event's frame (a turn's card as it starts or ends), not a live one
+        marks = list(LIVE_PART.finditer(frame))
+        for index, mark in enumerate(marks):
+            dom = mark.group(1)
+            stop = marks[index + 1].start() if index + 1 < len(marks) else len(frame)
+            body = CURSOR.sub("", frame[mark.end() : stop])
+            if dom not in shown and html.unescape(TAG.sub("", body.split(">", 1)[-1])).strip():
+                shown[dom] = arrived
+    return shown
+
+
+def measure_cpu(*, runs: int, ttft: float, cps: float, protocol: str = "consultation") -> dict[str, Any]:
+    viewer_cookie = _session_cookie(BENCH_VIEWER, moderate=False)
+    moderator_cookie = _session_cookie(BENCH_MODERATOR, moderate=True)
+    rows: list[dict[str, Any]] = []
+    with Server("inmemory", "", 1, 1) as server:
+        pid = server.popens["server"].pid
+        time.sleep(1)  # the server's start-up work is not the debate's
+        for n in range(runs):
+            run = run_headless_demo_create(
+                protocol=protocol, seed=100 + n, backend_options={"ttft": ttft, "cps": cps}
+            )
+            Run.objects.filter(pk=run.pk).update(topic=TOPIC_PREFIX + run.topic, pause_requested=True)
+            before = process_cpu(pid)
+            started = time.monotonic()
+            try:
+                audience = asyncio.run(_watch_runs(server, [run.pk], 1, viewer_cookie, moderator_cookie))
+            except (BenchBroke, OSError, TimeoutError) as error:
+                raise BenchBroke(f"{error}\nthe server's output:\n{server.output()}") from error
+            cpu = process_cpu(pid) - before
+            turns = list(Turn.objects.filter(run=run).only("key", "raw_text", "first_token_at"))
+            shown = _first_text_at(audience[0].frames)
+            delays = [
+                (shown[t.dom_id] - t.first_token_at.timestamp()) * 1000
+                for t in turns
+                if t.first_token_at and t.dom_id in shown
+            ]
+            chars = sum(len(t.raw_text) for t in turns)
+            rows.append(
+                {
+                    "cpu": cpu,
+                    "wall": time.monotonic() - started,
+                    "turns": len(turns),
+                    "chars": chars,
+                    "cpu_per_1000": cpu / max(chars / 1000, 1e-9),
+                    "first_text_ms": delays,
+                }
+            )
+    delays = [d for row in rows for d in row["first_text_ms"]]
+    return {
+        "protocol": protocol,
+        "rows": rows,
+        "cpu": statistics.median(r["cpu"] for r in rows),
+        "cpu_per_1000": statistics.median(r["cpu_per_1000"] for r in rows),
+        "first_text_p95_ms": _percentile(delays, 0.95),
+        "first_text_turns": len(delays),
+    }
+
+
+def bench_cpu_cleanup() -> None:
+    Run.objects.filter(topic__startswith=TOPIC_PREFIX).delete()

@@ -1,0 +1,79 @@
+"""`manage.py bench cpu` with one debate (a consultation against the paced simulated model, a `manage.py serve`
+process with one real websocket viewer, against the test database): the lines it prints (the server's CPU per
+debate and per 1,000 streamed characters, the first text on screen after the first token, each against its target,
+with llm-council's figure as the reference), and that it cleans up. Not a timing assertion."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from django.core.management import call_command
+
+from debates.devtools.bench_cpu import TOPIC_PREFIX, _first_text_at, process_cpu
+from debates.models import Run
+
+RUN_LINE = re.compile(
+    r"^  run 1: server CPU (?P<cpu>\d+\.\d{3})s over \d+\.\ds wall, (?P<turns>\d+) turns, (?P<chars>[\d,]+) "
+    r"characters streamed, \d+\.\d{4}s per 1,000 characters$"
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_cpu_prints_the_servers_cpu_and_the_first_text_delay_against_the_targets_and_cleans_up():
+    out = io.StringIO()
+    call_command("bench", "cpu", "--runs", "1", "--database", "configured", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(
+        "bench cpu: 1 consultation debates (3 agents + judge), simulated model ttft=0.3s cps=1500, one after "
+        "another in a `manage.py serve` process with one websocket viewer;"
+    )
+    run = RUN_LINE.match(lines[1])
+    assert run, lines[1]
+    assert float(run["cpu"]) > 0 and int(run["turns"]) >= 8 and int(run["chars"].replace(",", "")) > 1000
+    assert re.match(
+        r"^CPU per debate: median \d+\.\d{3}s \(target <= 0\.35s; reference llm-council 0\.23s, no streaming: "
+        r"x\d+\.\d\d\) (PASS|FAIL)$",
+        lines[2],
+    ), lines[2]
+    assert re.match(
+        r"^CPU per 1,000 streamed characters: median \d+\.\d{4}s \(target <= 0\.04s\) (PASS|FAIL)$", lines[3]
+    ), lines[3]
+    first = re.match(
+        r"^first text on screen after the model's first token: p95 (?P<ms>-?\d+) ms over (?P<turns>\d+) turns "
+        r"\(target <= 100 ms\) (PASS|FAIL)$",
+        lines[4],
+    )
+    assert first, lines[4]
+    # Every turn's text reached the viewer, after its first token.
+    assert int(first["turns"]) == int(run["turns"]) and int(first["ms"]) >= 0
+    assert not Run.objects.filter(topic__startswith=TOPIC_PREFIX).exists()
+
+
+def test_the_first_text_of_a_turn_is_its_first_live_frame_with_words_besides_the_cursor():
+    frames = [
+        (
+            1.0,
+            '<div id="turn-a-live" class="turn-body live"><p><strong></strong></p><span class="cursor">▍</span></div>',
+        ),
+        (
+            2.0,
+            '<section id="run-status" data-status="running" data-seq="4"></section><div id="turn-b-live">Bo</div>',
+        ),
+        (
+            3.0,
+            '<div id="turn-a-live"><p><strong>Ye</strong></p></div><div id="turn-b-live"><p>B&amp;</p></div>',
+        ),
+        (4.0, '<div id="turn-a-live"><p>Yes, go</p></div>'),
+    ]
+    # An event's frame (with the status) is not a live frame, whatever it holds.
+    assert _first_text_at(frames) == {"turn-a": 3.0, "turn-b": 3.0}
+
+
+def test_process_cpu_grows_while_the_process_works():
+    import os
+
+    before = process_cpu(os.getpid())
+    sum(i * i for i in range(3_000_000))
+    assert process_cpu(os.getpid()) > before
