@@ -35,14 +35,20 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import Permission
 from django.db import connection
+from django.db.models import Value
+from django.db.models.functions import Concat
 from django.test import Client
 
 from debates.models import Run, RunEvent, Turn
 from debates.platform import dburl
 from debates.services import runs as services
+from debates.services.demos import run_headless_demo_create
 
 TARGET_P95_MS = 250.0
 TARGET_FRAMES_PER_SECOND = 20.0
+TARGET_SILENCE_MS = 1000.0  # the longest a viewer waits for a frame while a turn streams
+REFERENCE_PROTOCOL = "cross-examination"
+TOPIC_PREFIX = "[bench-fanout] "
 BENCH_VIEWER = "bench-fanout-viewer"
 BENCH_MODERATOR = "bench-fanout-moderator"
 LAYERS = ("inmemory", "redis", "redis-pubsub")
@@ -192,21 +198,29 @@ class Server:
         )
 
 
-def _runs_create(debates: int, cps: float) -> list[int]:
+def _runs_create(debates: int, cps: float, protocol: str) -> list[int]:
     """Queued and held (pause requested), so no worker takes one over before the moderator resumes it: workers
-    that took the runs as they came up started debates while the others were still starting (a second of lag)."""
-    run_ids = [
-        services.run_create(
-            protocol="cross-examination",
-            topic=f"[bench-fanout] Should the city charge cars entering the centre? ({n})",
-            material=MATERIAL,
-            config={"analysts": ANALYSTS, "examiner": "agent"},
-            seed=n,
-            backend_options={"cps": cps},
-            enqueue=False,
-        ).pk
-        for n in range(debates)
-    ]
+    that took the runs as they came up started debates while the others were still starting (a second of lag).
+    A cross-examination of three analysts (the reference), or another protocol's headless demo."""
+    if protocol == REFERENCE_PROTOCOL:
+        run_ids = [
+            services.run_create(
+                protocol=protocol,
+                topic=f"{TOPIC_PREFIX}Should the city charge cars entering the centre? ({n})",
+                material=MATERIAL,
+                config={"analysts": ANALYSTS, "examiner": "agent"},
+                seed=n,
+                backend_options={"cps": cps},
+                enqueue=False,
+            ).pk
+            for n in range(debates)
+        ]
+    else:
+        run_ids = [
+            run_headless_demo_create(protocol=protocol, seed=n, backend_options={"cps": cps}).pk
+            for n in range(debates)
+        ]
+        Run.objects.filter(pk__in=run_ids).update(topic=Concat(Value(TOPIC_PREFIX), "topic"))
     Run.objects.filter(pk__in=run_ids).update(pause_requested=True)
     return run_ids
 
@@ -290,10 +304,17 @@ def _percentile(values: list[float], share: float) -> float:
 
 
 def measure_fanout(
-    *, layer: str, redis_url: str, debates: int, viewers: int, cps: float, workers: int
+    *,
+    layer: str,
+    redis_url: str,
+    debates: int,
+    viewers: int,
+    cps: float,
+    workers: int,
+    protocol: str = REFERENCE_PROTOCOL,
 ) -> dict[str, Any]:
     """Run the debates with their viewers through one layer; return the lag and frame-rate figures."""
-    run_ids = _runs_create(debates, cps)
+    run_ids = _runs_create(debates, cps, protocol)
     viewer_cookie = _session_cookie(BENCH_VIEWER, moderate=False)
     moderator_cookie = _session_cookie(BENCH_MODERATOR, moderate=True)
     with Server(layer, redis_url, debates, workers) as server:
@@ -392,6 +413,19 @@ def _figures(layer: str, run_ids: list[int], audience: list[Viewer], wall: float
             for dom in set(LIVE.findall(frame)):
                 per_turn[(run_id, dom)] += 1
     rates = [count / streamed[key] for key, count in per_turn.items() if streamed.get(key, 0) >= 0.5]
+    # The longest a viewer waited for a frame while a turn of its run streamed (first token to commit).
+    windows: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for run_id, first_token_at, finished_at in Turn.objects.filter(
+        run_id__in=run_ids, first_token_at__isnull=False, finished_at__isnull=False
+    ).values_list("run_id", "first_token_at", "finished_at"):
+        if first_token_at and finished_at:
+            windows[run_id].append((first_token_at.timestamp(), finished_at.timestamp()))
+    silence = 0.0
+    for viewer in audience:
+        arrivals = [arrived for arrived, _ in viewer.frames]
+        for start, end in windows[viewer.run_id]:
+            inside = [start, *(a for a in arrivals if start < a < end), end]
+            silence = max(silence, *(b - a for a, b in zip(inside, inside[1:], strict=False)))
     return {
         "layer": layer,
         "debates": len(run_ids),
@@ -406,11 +440,12 @@ def _figures(layer: str, run_ids: list[int], audience: list[Viewer], wall: float
         "fps_max": max(rates, default=0.0),
         "fps_median": statistics.median(rates) if rates else 0.0,
         "turns_rated": len(rates),
+        "silence_max_ms": silence * 1000,
     }
 
 
 def bench_fanout_cleanup() -> None:
     from django.contrib.auth import get_user_model
 
-    Run.objects.filter(topic__startswith="[bench-fanout]").delete()
+    Run.objects.filter(topic__startswith=TOPIC_PREFIX).delete()
     get_user_model().objects.filter(username__in=[BENCH_VIEWER, BENCH_MODERATOR]).delete()

@@ -19,7 +19,8 @@ LINE = re.compile(
     r"^  (?P<layer>inmemory|redis|redis-pubsub): frame lag p50 (?P<p50>\d+\.\d) ms, p95 (?P<p95>\d+\.\d) ms over "
     r"(?P<frames>[\d,]+) frames \(target p95 <= 250 ms; first viewer p95 (?P<first>\d+\.\d) ms, spread over viewers "
     r"p95 (?P<spread>\d+\.\d) ms\); live frames per turn per second max (?P<fps>\d+\.\d), "
-    r"median \d+\.\d over (?P<turns>\d+) turns \(target <= 20\); [\d,]+ frames to 6 viewers in \d+\.\ds, "
+    r"median \d+\.\d over (?P<turns>\d+) turns \(target <= 20\); longest silence while a turn streams "
+    r"(?P<silence>\d+) ms \(target <= 1000 ms\); [\d,]+ frames to 6 viewers in \d+\.\ds, "
     r"all converged (?P<verdict>PASS|FAIL)$"
 )
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
@@ -53,7 +54,7 @@ def test_bench_fanout_prints_each_layer_against_the_targets_and_cleans_up(redis_
     )
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(
-        "bench fanout: 2 simulated debates at once (1500 characters/s), 3 websocket viewers each, in this process; per "
+        "bench fanout: 2 simulated cross-examination debates at once (1500 characters/s), 3 websocket viewers each, in this process; per "
         "layer a Daphne server process, running the debates itself (in-memory) or with 2 worker processes running "
         "them (1 each; Redis layers, the scaled setup)"
     )
@@ -65,10 +66,30 @@ def test_bench_fanout_prints_each_layer_against_the_targets_and_cleans_up(redis_
         assert 0 < float(m["p50"]) <= float(m["p95"])
         assert float(m["first"]) > 0 and float(m["spread"]) >= 0
         assert int(m["frames"].replace(",", "")) >= 6 and int(m["turns"]) > 0
-        ok = float(m["p95"]) <= 250 and float(m["fps"]) <= 20
+        assert int(m["silence"]) > 0  # measured over the turns' streaming windows
+        ok = float(m["p95"]) <= 250 and float(m["fps"]) <= 20 and int(m["silence"]) <= 1000
         assert ok == (m["verdict"] == "PASS")
     assert re.fullmatch(r"  redis / inmemory: p95 lag x\d+\.\d\d, wall x\d+\.\d\d", lines[4])
     assert re.fullmatch(r"  redis-pubsub / inmemory: p95 lag x\d+\.\d\d, wall x\d+\.\d\d", lines[5])
+    assert not Run.objects.filter(topic__startswith="[bench-fanout]").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_fanout_runs_any_protocols_demo():
+    out = io.StringIO()
+    call_command(
+        "bench",
+        "fanout",
+        *("--protocol", "consultation", "--debates", "1", "--viewers", "2", "--layers", "inmemory"),
+        *("--database", "configured"),
+        stdout=out,
+    )
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("bench fanout: 1 simulated consultation debates at once"), lines[0]
+    assert re.match(r"^  inmemory: frame lag .* longest silence while a turn streams \d+ ms ", lines[1]), (
+        lines[1]
+    )
+    assert re.search(r"frames to 2 viewers in \d+\.\ds, all converged (PASS|FAIL)$", lines[1]), lines[1]
     assert not Run.objects.filter(topic__startswith="[bench-fanout]").exists()
 
 
@@ -77,8 +98,9 @@ def test_bench_fanout_prints_each_layer_against_the_targets_and_cleans_up(redis_
     [
         (["--layers", "inmemory,carrier-pigeon"], "unknown layer(s) ['carrier-pigeon']"),
         (["--workers", "0"], "--workers must be at least 1, not 0"),
+        (["--protocol", "shouting-match"], "unknown protocol 'shouting-match'"),
     ],
 )
-def test_bench_fanout_refuses_an_unknown_layer_or_no_worker(args: list[str], error: str):
+def test_bench_fanout_refuses_an_unknown_layer_protocol_or_no_worker(args: list[str], error: str):
     with pytest.raises(CommandError, match=re.escape(error)):
         call_command("bench", "fanout", *args)

@@ -510,6 +510,12 @@ class Command(BaseCommand):
             help="robustness: anthropic, openai (default both).",
         )
         parser.add_argument("--seed", type=int, default=1, help="robustness: the schema-only server's seed.")
+        parser.add_argument(
+            "--protocol",
+            default=bench_fanout.REFERENCE_PROTOCOL,
+            help="fanout: the protocol debated (a cross-examination of three analysts by default; another "
+            "protocol runs its headless demo).",
+        )
 
     def handle(
         self, *args: Any, which: str, runs: int | None, ttft: float, cps: float, analysts: int, **opts: Any
@@ -534,7 +540,12 @@ class Command(BaseCommand):
                 )
             if opts["workers"] is not None and opts["workers"] < 1:
                 raise CommandError(f"bench fanout: --workers must be at least 1, not {opts['workers']}")
+            try:
+                registry.get(opts["protocol"])
+            except LookupError as error:
+                raise CommandError(f"bench fanout: unknown protocol {opts['protocol']!r}") from error
             return self._fanout(
+                protocol=opts["protocol"],
                 debates=opts["debates"],
                 viewers=opts["viewers"],
                 layers=layers,
@@ -725,7 +736,15 @@ class Command(BaseCommand):
             self.stdout.write(f"pages within target: {passed} of {len(results)}")
 
     def _fanout(
-        self, *, debates: int, viewers: int, layers: list[str], cps: float, database: str, workers: int | None
+        self,
+        *,
+        protocol: str,
+        debates: int,
+        viewers: int,
+        layers: list[str],
+        cps: float,
+        database: str,
+        workers: int | None,
     ) -> None:
 
         workers = min(workers or debates, debates)
@@ -736,7 +755,7 @@ class Command(BaseCommand):
             _redis_reachable(redis_url)
         with _database(database, "bench fanout", cleanup=bench_fanout.bench_fanout_cleanup) as where:
             self.stdout.write(
-                f"bench fanout: {debates} simulated debates at once ({cps:.0f} characters/s), {viewers} websocket "
+                f"bench fanout: {debates} simulated {protocol} debates at once ({cps:.0f} characters/s), {viewers} websocket "
                 f"viewers each, in this process; per layer a Daphne server process, running the debates itself "
                 f"(in-memory) or with {workers} worker process{'es' if workers > 1 else ''} running them "
                 f"({concurrency} each; Redis layers, the scaled setup); {where}"
@@ -751,6 +770,7 @@ class Command(BaseCommand):
                         viewers=viewers,
                         cps=cps,
                         workers=workers,
+                        protocol=protocol,
                     )
                 except Exception as error:  # an overloaded layer can fail outright: that is a result too
                     self.stdout.write(f"  {layer}: FAIL, the bench broke off: {error}")
@@ -760,6 +780,7 @@ class Command(BaseCommand):
                 ok = (
                     result["p95_ms"] <= bench_fanout.TARGET_P95_MS
                     and result["fps_max"] <= bench_fanout.TARGET_FRAMES_PER_SECOND
+                    and result["silence_max_ms"] <= bench_fanout.TARGET_SILENCE_MS
                 )
                 self.stdout.write(
                     f"  {layer}: frame lag p50 {result['p50_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms over "
@@ -768,7 +789,9 @@ class Command(BaseCommand):
                     f"{result['spread_p95_ms']:.1f} ms); "
                     f"live frames per turn per second max {result['fps_max']:.1f}, median "
                     f"{result['fps_median']:.1f} over {result['turns_rated']} turns "
-                    f"(target <= {bench_fanout.TARGET_FRAMES_PER_SECOND:.0f}); {result['frames']:,} frames to "
+                    f"(target <= {bench_fanout.TARGET_FRAMES_PER_SECOND:.0f}); longest silence while a turn "
+                    f"streams {result['silence_max_ms']:.0f} ms (target <= {bench_fanout.TARGET_SILENCE_MS:.0f} ms); "
+                    f"{result['frames']:,} frames to "
                     f"{result['viewers']} viewers in {result['wall']:.1f}s, all converged "
                     f"{'PASS' if ok else 'FAIL'}"
                 )
