@@ -28,9 +28,9 @@ from debates.devtools.bench_fanout import (
     STATUS,
     BenchBroke,
     Server,
-    _percentile,
-    _session_cookie,
-    _watch_runs,
+    percentile,
+    runs_watch,
+    session_cookie,
 )
 from debates.models import Run, Turn
 from debates.services.demos import run_headless_demo_create
@@ -70,8 +70,8 @@ def _first_text_at(frames: list[tuple[float, str]]) -> dict[str, float]:
 
 
 def measure_cpu(*, runs: int, ttft: float, cps: float, protocol: str = "consultation") -> dict[str, Any]:
-    viewer_cookie = _session_cookie(BENCH_VIEWER, moderate=False)
-    moderator_cookie = _session_cookie(BENCH_MODERATOR, moderate=True)
+    viewer_cookie = session_cookie(BENCH_VIEWER, moderate=False)
+    moderator_cookie = session_cookie(BENCH_MODERATOR, moderate=True)
     rows: list[dict[str, Any]] = []
     with Server("inmemory", "", 1, 1) as server:
         pid = server.popens["server"].pid
@@ -84,7 +84,7 @@ def measure_cpu(*, runs: int, ttft: float, cps: float, protocol: str = "consulta
             before = process_cpu(pid)
             started = time.monotonic()
             try:
-                audience = asyncio.run(_watch_runs(server, [run.pk], 1, viewer_cookie, moderator_cookie))
+                audience = asyncio.run(runs_watch(server, [run.pk], 1, viewer_cookie, moderator_cookie))
             except (BenchBroke, OSError, TimeoutError) as error:
                 raise BenchBroke(f"{error}\nthe server's output:\n{server.output()}") from error
             cpu = process_cpu(pid) - before
@@ -112,7 +112,7 @@ def measure_cpu(*, runs: int, ttft: float, cps: float, protocol: str = "consulta
         "rows": rows,
         "cpu": statistics.median(r["cpu"] for r in rows),
         "cpu_per_1000": statistics.median(r["cpu_per_1000"] for r in rows),
-        "first_text_p95_ms": _percentile(delays, 0.95),
+        "first_text_p95_ms": percentile(delays, 0.95),
         "first_text_turns": len(delays),
     }
 

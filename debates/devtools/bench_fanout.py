@@ -225,7 +225,7 @@ def _runs_create(debates: int, cps: float, protocol: str) -> list[int]:
     return run_ids
 
 
-def _session_cookie(username: str, *, moderate: bool) -> str:
+def session_cookie(username: str, *, moderate: bool) -> str:
     from django.contrib.auth import get_user_model
 
     user, _ = get_user_model().objects.get_or_create(username=username)
@@ -296,7 +296,7 @@ class Viewer:
             pass
 
 
-def _percentile(values: list[float], share: float) -> float:
+def percentile(values: list[float], share: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
@@ -315,12 +315,12 @@ def measure_fanout(
 ) -> dict[str, Any]:
     """Run the debates with their viewers through one layer; return the lag and frame-rate figures."""
     run_ids = _runs_create(debates, cps, protocol)
-    viewer_cookie = _session_cookie(BENCH_VIEWER, moderate=False)
-    moderator_cookie = _session_cookie(BENCH_MODERATOR, moderate=True)
+    viewer_cookie = session_cookie(BENCH_VIEWER, moderate=False)
+    moderator_cookie = session_cookie(BENCH_MODERATOR, moderate=True)
     with Server(layer, redis_url, debates, workers) as server:
         try:
             started = time.monotonic()
-            audience = asyncio.run(_watch_runs(server, run_ids, viewers, viewer_cookie, moderator_cookie))
+            audience = asyncio.run(runs_watch(server, run_ids, viewers, viewer_cookie, moderator_cookie))
             wall = time.monotonic() - started
         except (BenchBroke, OSError, TimeoutError) as error:
             raise BenchBroke(f"{error}\nthe servers' output:\n{server.output()}") from error
@@ -339,7 +339,7 @@ def _finals(run_ids: list[int]) -> dict[int, tuple[str, int]]:
         connection.close()  # a thread of asyncio's pool: its connection is not reused
 
 
-async def _watch_runs(
+async def runs_watch(
     server: Server, run_ids: list[int], viewers: int, cookie: str, moderator_cookie: str
 ) -> list[Viewer]:
     audience = [Viewer(run_id) for run_id in run_ids for _ in range(viewers)]
@@ -433,10 +433,10 @@ def _figures(layer: str, run_ids: list[int], audience: list[Viewer], wall: float
         "frames": sum(len(v.frames) for v in audience),
         "wall": wall,
         "p50_ms": statistics.median(lags) if lags else float("nan"),
-        "p95_ms": _percentile(lags, 0.95),
+        "p95_ms": percentile(lags, 0.95),
         "lagged_frames": len(lags),
-        "first_p95_ms": _percentile(firsts, 0.95),
-        "spread_p95_ms": _percentile(spreads, 0.95),
+        "first_p95_ms": percentile(firsts, 0.95),
+        "spread_p95_ms": percentile(spreads, 0.95),
         "fps_max": max(rates, default=0.0),
         "fps_median": statistics.median(rates) if rates else 0.0,
         "turns_rated": len(rates),

@@ -15,11 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from debates.platform.markdown import inline, table
+from debates.protocols.market_panel.schema import DIMENSIONS
 
 if TYPE_CHECKING:
     from debates.models import Run
-
-DIMENSIONS = ("logic", "evidence", "clarity", "persuasiveness")
 
 
 def weights_in_order(weights: Mapping[str, Any] | None) -> list[tuple[str, Any]]:

@@ -66,7 +66,7 @@ from kb.formats.seed004 import leaf_paths, path_get, slice_for
 if TYPE_CHECKING:
     from debates.models import Run
 
-DIMENSIONS = exports.DIMENSIONS
+DIMENSIONS = schema.DIMENSIONS
 DEFAULT_WEIGHTS = {"logic": 30, "evidence": 30, "clarity": 20, "persuasiveness": 20}
 DEFAULT_LENSES = ("technical", "fundamental", "macro", "sentiment")
 STANCES: tuple[Literal["bull", "bear"], ...] = ("bull", "bear")

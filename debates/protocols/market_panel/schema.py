@@ -34,6 +34,9 @@ from pydantic import BaseModel, Field, create_model
 
 from debates.protocols.schemas import STRICT, choice, one_per, stated
 
+# The judge's four criteria, in the order they are shown and weighted.
+DIMENSIONS = ("logic", "evidence", "clarity", "persuasiveness")
+
 SCHEMA_VERSION = "1.0"
 
 ChallengeType = Literal["refute", "question_evidence", "concede", "partial"]
