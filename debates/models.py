@@ -124,6 +124,10 @@ class Run(UsageFields):
     )
     forked_at_key = models.CharField(max_length=200, blank=True)
 
+    # The new-run form's idempotency key (a uuid made when the form is rendered): a resubmit of the same form,
+    # after an answer that was lost or an error page, finds this run instead of starting a second one.
+    client_uuid = models.UUIDField(null=True, blank=True, unique=True, editable=False)
+
     class Meta:
         ordering = ["-created_at", "-id"]
         permissions = [("moderate", "Can start, steer and decide debates")]

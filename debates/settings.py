@@ -86,6 +86,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A view that meets a lost database connection answers 503 (Retry-After), not 500.
+    "debates.web.middleware.DatabaseUnavailable",
     "debates.web.middleware.RefuseNulCharacters",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -140,7 +142,13 @@ def database_from_env() -> dict[str, object]:
                 "HOST": parsed.hostname or "",
                 "PORT": str(parsed.port or ""),
                 "CONN_MAX_AGE": 0,
+                # The pool checks a connection before handing it out: after a PostgreSQL restart its idle
+                # connections are dead, and each would otherwise fail the request that drew it.
+                "CONN_HEALTH_CHECKS": True,
                 "OPTIONS": {
+                    # While the server is down, a connection attempt fails within this many seconds (libpq's
+                    # default waits for ever on a host that does not answer).
+                    "connect_timeout": int(os.environ.get("DISPUTA_DB_CONNECT_TIMEOUT", "3")),
                     # libpq parameters from the query string, e.g. ?sslmode=require or, for a throwaway test
                     # server, ?options=-c%20synchronous_commit%3Doff
                     **dict(parse_qsl(parsed.query)),
@@ -150,7 +158,13 @@ def database_from_env() -> dict[str, object]:
                     "pool": {
                         "min_size": 2,
                         "max_size": int(os.environ.get("DISPUTA_DB_POOL_SIZE", "16")),
-                        "timeout": 30,
+                        # How long a request waits for a connection: while the database is unreachable, a
+                        # page answers 503 after this (debates.web.middleware.DatabaseUnavailable).
+                        "timeout": float(os.environ.get("DISPUTA_DB_POOL_TIMEOUT", "5")),
+                        # The pool's own attempts to reconnect back off (1 s, 2 s, …) for this long, then give up
+                        # until a request asks for a connection again, which starts them afresh: short, so that
+                        # the pool is back within seconds of the end of an outage, however long it was.
+                        "reconnect_timeout": 5,
                     },
                 },
                 "TEST": {"NAME": os.environ.get("DISPUTA_TEST_DB_NAME", "test_disputa")},

@@ -20,6 +20,7 @@ urlpatterns = [
     path("runs/new/criteria/", views.run_new_criteria, name="run-new-criteria"),
     path("runs/demo/<slug:protocol>/", views_home.run_demo, name="run-demo"),
     path("runs/<id:run_id>/", views.run_detail, name="run-detail"),
+    path("runs/<id:run_id>/turns/", views.run_turns, name="run-turns"),
     path("runs/<id:run_id>/read/", views_review.run_read, name="run-read"),
     path("runs/compare/", views_review.run_compare, name="run-compare"),
     path("runs/<id:run_id>/control/<str:action>/", views.run_control, name="run-control"),

@@ -72,6 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
 BACKEND_SENSITIVE = (
     "tests/engine/test_budget.py",
     "tests/engine/test_crash_safety.py",
+    "tests/engine/test_database_outage.py",
     "tests/engine/test_publishing.py",
     "tests/engine/test_runner.py",
     "tests/engine/test_streaming.py",
@@ -129,6 +130,19 @@ def _no_connect_limit(settings: Any) -> None:
     """The per-IP websocket connect count outlives a test (a minute, in Redis in the scaled pass); tests that open
     sockets from the same address by the dozen must not trip it. tests/test_quotas.py sets it."""
     settings.DISPUTA = {**settings.DISPUTA, "MAX_WS_CONNECTS_PER_MINUTE": 0}
+
+
+@pytest.fixture
+def channel_layer_down(settings: Any) -> None:
+    """The scaled setup's channel layer on a Redis that does not answer (stopped, or restarting)."""
+    from tests.engine.crash_helpers import free_port
+
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [{"address": f"redis://127.0.0.1:{free_port()}/0"}], "prefix": "down"},
+        }
+    }
 
 
 def _user(username: str, *, moderate: bool) -> User:

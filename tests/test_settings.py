@@ -110,3 +110,30 @@ def test_behind_the_documented_proxy_serve_takes_the_clients_address_from_it(mon
     assert proxy_header_options() == {}  # no proxy: forwarded headers are not trusted
     monkeypatch.setenv("DJANGO_PROXY_SSL_HEADER", deploying_environment()["DJANGO_PROXY_SSL_HEADER"])
     assert proxy_header_options()["proxy_forwarded_address_header"] == "X-Forwarded-For"
+
+
+def test_postgresql_connections_give_up_quickly_and_are_checked_before_use():
+    """While PostgreSQL is down a page waits seconds, not half a minute (issue 25), and a pooled connection that
+    died with a restart is replaced, not handed to a request."""
+    probe = (
+        "import django; django.setup(); from django.conf import settings; db = settings.DATABASES['default']; "
+        "print(db['OPTIONS']['connect_timeout'], db['OPTIONS']['pool']['timeout'], db['CONN_HEALTH_CHECKS'])"
+    )
+
+    def probed(url: str, **extra: str) -> str:
+        env = clean_env(DATABASE_URL=url, **extra)
+        done = subprocess.run(
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+        )
+        return done.stdout.strip()
+
+    assert probed("postgres://disputa@db.internal/disputa") == "3 5.0 True"
+    assert probed("postgres://disputa@db.internal/disputa?connect_timeout=10") == "10 5.0 True"
+    assert (
+        probed(
+            "postgres://disputa@db.internal/disputa",
+            DISPUTA_DB_CONNECT_TIMEOUT="2",
+            DISPUTA_DB_POOL_TIMEOUT="4",
+        )
+        == "2 4.0 True"
+    )

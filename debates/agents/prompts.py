@@ -9,6 +9,7 @@ never as instructions; `<` is escaped inside the data so it cannot close or forg
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -58,9 +59,15 @@ def prompt_dir(protocol: str) -> Path:
     return PROTOCOLS_DIR / protocol.replace("-", "_") / "prompts"
 
 
+@functools.cache
+def _prompt_file(path: Path) -> str | None:
+    """A prompt file's text, read once per process: prompts ship with the code and, like it, an edit takes
+    effect when the process starts again."""
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
 def _rules(protocol: str) -> str:
-    path = prompt_dir(protocol) / f"rules.{PROMPT_VERSION}.txt"
-    return path.read_text(encoding="utf-8").strip() if path.exists() else ""
+    return (_prompt_file(prompt_dir(protocol) / f"rules.{PROMPT_VERSION}.txt") or "").strip()
 
 
 def transcript_blocks(view: RunView, step: Step | None = None) -> tuple[str, ...]:
@@ -145,7 +152,10 @@ def prompt_render(*, protocol: str, step: Step, view: RunView, schema_in_text: b
         "per_analyst": context.get("per_analyst", ""),
         "question_count": len(context.get("questions", [])),
     }
-    persona = Template(path.read_text(encoding="utf-8")).safe_substitute(variables)
+    text = _prompt_file(path)
+    if text is None:
+        raise FileNotFoundError(path)
+    persona = Template(text).safe_substitute(variables)
     rules = _rules(protocol)
     shared = "\n\n".join(
         part

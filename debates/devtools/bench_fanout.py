@@ -47,6 +47,7 @@ from debates.services.demos import run_headless_demo_create
 TARGET_P95_MS = 250.0
 TARGET_FRAMES_PER_SECOND = 20.0
 TARGET_SILENCE_MS = 1000.0  # the longest a viewer waits for a frame while a turn streams
+TARGET_MIB_PER_DEBATE = 10.0  # a worker's resident memory for each further debate it runs at once
 REFERENCE_PROTOCOL = "cross-examination"
 TOPIC_PREFIX = "[bench-fanout] "
 BENCH_VIEWER = "bench-fanout-viewer"
@@ -119,6 +120,9 @@ class Server:
             env.pop("DISPUTA_CHANNEL_LAYER", None)
         self.env = env
 
+        self.ready_rss: dict[str, float] = {}  # each worker's resident memory once ready (MiB)
+        self.peak_rss: dict[str, float] = {}
+
     def _manage(self, name: str, *args: str) -> list[str]:
         return [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), name, *args]
 
@@ -176,6 +180,15 @@ class Server:
                 },
                 "ready",
             )
+            self.ready_rss = {
+                name: process_rss_mib(p.pid) for name, p in self.popens.items() if name != "server"
+            }
+            self.peak_rss = dict(self.ready_rss)
+
+    def sample_rss(self) -> None:
+        """Note each worker's resident memory now (its peak is reported)."""
+        for name in self.ready_rss:
+            self.peak_rss[name] = max(self.peak_rss[name], process_rss_mib(self.popens[name].pid))
 
     def __exit__(self, *exc: object) -> None:
         for popen in self.popens.values():
@@ -324,7 +337,25 @@ def measure_fanout(
             wall = time.monotonic() - started
         except (BenchBroke, OSError, TimeoutError) as error:
             raise BenchBroke(f"{error}\nthe servers' output:\n{server.output()}") from error
-    return _figures(layer, run_ids, audience, wall)
+    figures = _figures(layer, run_ids, audience, wall)
+    if server.ready_rss:
+        per_worker = -(-debates // workers)
+        figures["worker_ready_mib"] = max(server.ready_rss.values())
+        figures["worker_peak_mib"] = max(server.peak_rss.values())
+        figures["mib_per_debate"] = max(
+            (server.peak_rss[name] - server.ready_rss[name]) / per_worker for name in server.ready_rss
+        )
+    return figures
+
+
+def process_rss_mib(pid: int) -> float:
+    """A process's resident memory (VmRSS, from /proc), in MiB; 0 once it has gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    match = re.search(r"^VmRSS:\s+(\d+) kB", status, re.M)
+    return int(match.group(1)) / 1024 if match else 0.0
 
 
 def _finals(run_ids: list[int]) -> dict[int, tuple[str, int]]:
@@ -353,6 +384,7 @@ async def runs_watch(
         await asyncio.to_thread(_runs_start, server.port, run_ids, moderator_cookie)
         deadline = time.monotonic() + RUN_SECONDS
         while True:
+            server.sample_rss()
             finals = await asyncio.to_thread(_finals, run_ids)
             if all(status in TERMINAL for status, _ in finals.values()):
                 break

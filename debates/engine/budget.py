@@ -4,7 +4,9 @@ of the calls in flight fits what is left; otherwise the run stops before the cal
 from __future__ import annotations
 
 import asyncio
+import logging
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -16,6 +18,9 @@ from debates.engine.events import event_append
 from debates.engine.lease import locked_run
 from debates.engine.turns import run_status_set
 from debates.models import Run, RunStatus, Turn
+from debates.platform.db_retry import CommitOutcomeUnknown, adb_call_retrying, db_write_once
+
+log = logging.getLogger("debates.engine")
 
 
 class BudgetExceeded(Exception):
@@ -113,7 +118,9 @@ class BudgetReservations:
         """Check the budget before a call: what is spent, plus the worst case of the calls in flight, plus the
         worst case of this call must fit; BudgetExceeded names the call that does not."""
         async with self._lock:  # a call's usage lands in the database before its reservation ends
-            cost, tokens, budget_usd, budget_tokens = await database_sync_to_async(run_spending)(self.run_id)
+            cost, tokens, budget_usd, budget_tokens = await adb_call_retrying(
+                database_sync_to_async(partial(run_spending, self.run_id)), what=f"run {self.run_id}: budget"
+            )
             if budget_usd is not None and cost + self.usd + estimate.cost_usd > budget_usd:
                 raise BudgetExceeded(
                     f"Budget reached: ${cost:.4f} spent of ${budget_usd:.2f}, and the next call ({what}) could "
@@ -139,7 +146,12 @@ class BudgetReservations:
 
     async def settle(self, turn_id: int | None, estimate: Usage, used: Usage) -> None:
         """A call has ended: record what it used and end its reservation, under the lock, so a reservation
-        checked meanwhile sees the one or the other, never neither."""
+        checked meanwhile sees the one or the other, never neither. The usage adds to totals, so a record whose
+        commit was lost with the database connection is not made again (it may be there already)."""
         async with self._lock:
-            await database_sync_to_async(usage_record)(self.run_id, turn_id, used)
+            record = database_sync_to_async(partial(db_write_once, usage_record, self.run_id, turn_id, used))
+            try:
+                await adb_call_retrying(record, what=f"run {self.run_id}: usage")
+            except CommitOutcomeUnknown:
+                log.exception("run %s: a call's usage may not be recorded (%s)", self.run_id, used)
             self.release(estimate)

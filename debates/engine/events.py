@@ -15,7 +15,6 @@ from contextvars import ContextVar
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
 
 from debates.engine.attention import ATTENTION_KINDS, attention_ping
 from debates.models import Run, RunEvent
@@ -28,15 +27,27 @@ def event_append(*, run_id: int, kind: str, payload: dict[str, Any] | None = Non
     """Append an event; must run inside the transaction that commits the change it describes."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("event_append must be called inside transaction.atomic()")
-    # The UPDATE takes the run row's write lock until commit, so concurrent appends get distinct, ordered seqs.
-    Run.objects.filter(pk=run_id).update(last_seq=F("last_seq") + 1)
-    seq = Run.objects.filter(pk=run_id).values_list("last_seq", flat=True).get()
+    seq = _seq_next(run_id)
     RunEvent.objects.create(run_id=run_id, seq=seq, kind=kind, payload=payload or {})
     if kind in ATTENTION_KINDS:
         attention_ping()
     for seqs in _collecting.get():
         seqs.append(seq)
     return seq
+
+
+def _seq_next(run_id: int) -> int:
+    """The run's next seq, in one statement (UPDATE … RETURNING: PostgreSQL, SQLite ≥ 3.35). The UPDATE takes the
+    run row's write lock until commit, so concurrent appends get distinct, ordered seqs."""
+    table, column = Run._meta.db_table, Run._meta.get_field("last_seq").column
+    with transaction.get_connection().cursor() as cursor:
+        cursor.execute(
+            f'UPDATE "{table}" SET "{column}" = "{column}" + 1 WHERE "id" = %s RETURNING "{column}"', [run_id]
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Run.DoesNotExist(f"run {run_id} does not exist")
+    return int(row[0])
 
 
 @contextmanager

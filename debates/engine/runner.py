@@ -7,7 +7,14 @@ reservations of calls in flight), `stream` (live frames and event publishing). T
 
 Every write goes through `Runner._write`, which publishes every event the write appended (its own, a protocol's
 effects', the state records'): a viewer is sent the events in seq order, so one left unpublished would hold back
-everything after it until a replay found it, seconds later."""
+everything after it until a replay found it, seconds later.
+
+A lost database connection (a PostgreSQL restart, a blip) is never the debate's failure: a write is tried again
+once the database answers (each is guarded by the lease and the turn's attempt, so one whose commit was lost
+with the connection changes nothing the second time), the heartbeat, the cancel poll and a streaming turn's
+partial saves skip a beat, and anything else that met the outage makes the runner decide again from what is
+persisted, as a runner taking the run over would: the turns in flight are re-run. Only errors of the debate
+itself fail it."""
 
 from __future__ import annotations
 
@@ -46,6 +53,15 @@ from debates.engine.turns import (
 )
 from debates.models import Run
 from debates.platform.conf import conf
+from debates.platform.db_retry import (
+    Backoff,
+    CommitOutcomeUnknown,
+    Outage,
+    adb_call_retrying,
+    db_connection_reset,
+    db_error_is_transient,
+    db_write_once,
+)
 
 log = logging.getLogger("debates.engine")
 
@@ -93,6 +109,8 @@ def _output_errors(protocol: Any, step: Step, result: Result, view: RunView) -> 
 
 
 RECONSIDER_REASON = "Asked the model to reconsider it."
+# Tries to give the lease back at the end (about 3 s of backoff) before leaving it to expire.
+LEASE_RELEASE_TRIES = 6
 
 
 class RunFailedFatally(Exception):
@@ -121,11 +139,16 @@ class Runner:
             with events_collected() as seqs:
                 try:
                     return write(*args, **kwargs)
+                except Exception as error:
+                    if db_error_is_transient(error) or isinstance(error, CommitOutcomeUnknown):
+                        db_connection_reset()  # the next try opens a fresh connection
+                    raise
                 finally:
                     with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is left to publish
                         loop.call_soon_threadsafe(self._outbox.put, seqs)
 
-        return await database_sync_to_async(collected)()
+        what = f"run {self.run_id}: {getattr(write, '__name__', 'write')}"
+        return await adb_call_retrying(database_sync_to_async(collected), what=what)
 
     def _notify(self, kind: str, **payload: Any) -> None:
         if self.observer is not None:
@@ -134,50 +157,93 @@ class Runner:
     async def execute(self, *, lease_wait: float | None = None) -> RunnerOutcome:
         wait = conf("LEASE_SECONDS") + 1 if lease_wait is None else lease_wait
         deadline = time.monotonic() + wait
-        while not await database_sync_to_async(lease_try_acquire)(self.run_id, self.owner):
+        acquire = database_sync_to_async(partial(lease_try_acquire, self.run_id, self.owner))
+        while not await adb_call_retrying(acquire, what=f"run {self.run_id}: lease"):
             if time.monotonic() >= deadline:
                 return RunnerOutcome.LEASE_BUSY
             await asyncio.sleep(0.25)
         watcher = asyncio.create_task(self._watch())
         publisher = asyncio.create_task(self._outbox.publish())
+        backoff = Backoff()
         try:
-            return await self._loop()
-        except LeaseLost:
-            log.warning("run %s: lease lost by %s; another runner carries on", self.run_id, self.owner)
-            return RunnerOutcome.LOST_LEASE
-        except Exception as error:  # an engine bug must not leave the run spinning: fail it, visibly
-            log.exception("run %s failed inside the engine", self.run_id)
-            await self._write(
-                run_fail,
-                self.run_id,
-                self.owner,
-                f"Internal error in the debate engine: {error!r}. Re-run the debate.",
-            )
-            return RunnerOutcome.FAILED
+            while True:
+                try:
+                    return await self._loop()
+                except LeaseLost:
+                    log.warning(
+                        "run %s: lease lost by %s; another runner carries on", self.run_id, self.owner
+                    )
+                    return RunnerOutcome.LOST_LEASE
+                except Exception as error:
+                    if db_error_is_transient(error):
+                        # Not the debate's fault: decide again from what is persisted once the database answers
+                        # (run_decide's write waits for it); the turns in flight are re-run, as on a takeover.
+                        delay = backoff.next_delay()
+                        log.warning(
+                            "run %s: the database connection was lost (%s); deciding again in %.1f s",
+                            self.run_id,
+                            error,
+                            delay,
+                        )
+                        await asyncio.sleep(delay)
+                        continue
+                    # An engine bug must not leave the run spinning: fail it, visibly.
+                    log.exception("run %s failed inside the engine", self.run_id)
+                    await self._write(
+                        run_fail,
+                        self.run_id,
+                        self.owner,
+                        f"Internal error in the debate engine: {error!r}. Re-run the debate.",
+                    )
+                    return RunnerOutcome.FAILED
         finally:
             watcher.cancel()
             self._live.stop()
             try:
                 # After every write of this runner (one database thread, in order), a cancelled step's too: their
                 # events are all in the outbox once the lease is back.
-                await database_sync_to_async(lease_release)(self.run_id, self.owner)
+                await self._lease_release()
             finally:
                 self._outbox.close()
                 await publisher
 
+    async def _lease_release(self) -> None:
+        """Give the lease back; when the database does not answer within a few tries, it expires by itself."""
+        release = database_sync_to_async(partial(lease_release, self.run_id, self.owner))
+        try:
+            await adb_call_retrying(release, what=f"run {self.run_id}: lease", attempts=LEASE_RELEASE_TRIES)
+        except Exception as error:
+            if not db_error_is_transient(error):
+                raise
+            log.warning(
+                "run %s: the lease could not be given back (%s); it expires within %s s",
+                self.run_id,
+                error,
+                conf("LEASE_SECONDS"),
+            )
+
     async def _watch(self) -> None:
-        """Heartbeat the lease and notice a cancel while turns stream."""
+        """Heartbeat the lease and notice a cancel while turns stream. While the database is unreachable both
+        wait: the lease may expire meanwhile, and the first write after the outage finds out who holds it."""
         renew_every = conf("LEASE_SECONDS") / 3
         last_renew = time.monotonic()
+        outage = Outage(f"run {self.run_id}: heartbeat")
         while True:
             await asyncio.sleep(conf("CONTROL_POLL_SECONDS"))
-            if time.monotonic() - last_renew >= renew_every:
-                if not await database_sync_to_async(lease_renew)(self.run_id, self.owner):
-                    self.lease_lost = True
-                    self._cancel_steps()
-                    return
-                last_renew = time.monotonic()
-            cancel = await database_sync_to_async(run_cancel_requested)(self.run_id)
+            try:
+                if time.monotonic() - last_renew >= renew_every:
+                    if not await database_sync_to_async(lease_renew)(self.run_id, self.owner):
+                        self.lease_lost = True
+                        self._cancel_steps()
+                        return
+                    last_renew = time.monotonic()
+                cancel = await database_sync_to_async(run_cancel_requested)(self.run_id)
+            except Exception as error:
+                if not db_error_is_transient(error):
+                    raise
+                outage.failed(error, conf("CONTROL_POLL_SECONDS"))
+                continue
+            outage.recovered()
             if cancel and not self.cancel_seen:
                 self.cancel_seen = True
                 self._cancel_steps()
@@ -259,13 +325,19 @@ class Runner:
             finally:
                 self._budget.release(estimate)
             if usage != Usage():
-                await self._write(run_charge, self.run_id, usage, "cache warm-up")
+                try:
+                    await self._write(db_write_once, run_charge, self.run_id, usage, "cache warm-up")
+                except CommitOutcomeUnknown:  # charged once or not at all, never twice
+                    log.exception("run %s: the cache warm-up's usage may not be recorded", self.run_id)
 
     async def _run_step(
         self, step: Step, claimed: ClaimedTurn, view: RunView, run: Run, request: AgentRequest | None
     ) -> None:
         if claimed.seat.human:
-            submitted = await database_sync_to_async(human_submission)(self.run_id, step.key)
+            submitted = await adb_call_retrying(
+                database_sync_to_async(partial(human_submission, self.run_id, step.key)),
+                what=f"run {self.run_id}: human submission",
+            )
             protocol = registry.get(run.protocol)
             # A person's answer is completed like a model's (seat names, ids), and flagged the same way.
             accepted = protocol.accept(step, step.schema.model_validate(submitted), view)

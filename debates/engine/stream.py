@@ -20,6 +20,7 @@ from debates.engine.crash import crash_point
 from debates.engine.publish import OFF_THREAD, aevent_publish, run_group, turn_live_frame
 from debates.engine.turns import ClaimedTurn, turn_flush
 from debates.platform.conf import conf
+from debates.platform.db_retry import db_error_is_transient
 
 log = logging.getLogger("debates.engine")
 
@@ -128,9 +129,18 @@ async def turn_stream(
         last_flush = time.monotonic()
         if last_flush - last_save >= save_every:
             # Off the runner's database thread: partial saves of parallel turns must not queue behind commits.
-            await database_sync_to_async(turn_flush, thread_sensitive=False, executor=OFF_THREAD)(
-                claimed.turn_id, attempt, text, first_token_at
-            )
+            try:
+                await database_sync_to_async(turn_flush, thread_sensitive=False, executor=OFF_THREAD)(
+                    claimed.turn_id, attempt, text, first_token_at
+                )
+            except Exception as error:
+                # A partial save only helps a runner that takes over: the database being away a while must not
+                # cost the call under way (the commit saves the whole text, retried until the database is back).
+                if not db_error_is_transient(error):
+                    raise
+                log.warning(
+                    "run %s: saving the partial text of %s failed: %r", live.run_id, request.step.key, error
+                )
             last_save = last_flush
         if layer is not None:
             try:

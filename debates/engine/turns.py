@@ -20,7 +20,7 @@ from debates.contract import Done, Plan, Protocol, RunView, Step, Steps, Wait
 from debates.engine import registry
 from debates.engine.events import event_append
 from debates.engine.lease import locked_run
-from debates.engine.view import run_view_load
+from debates.engine.view import run_seats, run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
 from kb.citations import citations_check
 
@@ -150,7 +150,7 @@ def run_decide(run_id: int, owner: str) -> Decision:
                 started_at=run.started_at or timezone.now(),
             )
         # Claim every turn of the stage in this same transaction, so they all start streaming together.
-        seats = {seat.handle: seat for seat in Seat.objects.filter(run_id=run_id)}
+        seats = {seat.handle: seat for seat in run_seats(run)}
         claims = [
             _turn_claim(run_id, step, seats[step.seat], fresh=step.key not in view.turns) for step in runnable
         ]

@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass, replace
+from datetime import datetime
+
 from debates.contract import KbArgument, KbMutation, KbView, RunView, SeatView, TurnView
 from debates.engine import registry
-from debates.models import HumanAction, HumanActionKind, Run
-from kb.models import KnowledgeBase, ProposedMutation, Snapshot
+from debates.models import HumanAction, HumanActionKind, Run, Seat
+from kb.models import KnowledgeBase, ProposedMutation, Revision, Snapshot
 from kb.services import kb_positions
+
+
+def run_seats(run: Run) -> tuple[Seat, ...]:
+    """The run's seats, in order. Read once per process: seats are written with their run and never change."""
+    return _run_seats(run.pk, run.created_at)
+
+
+@functools.lru_cache(maxsize=512)
+def _run_seats(run_id: int, created_at: datetime) -> tuple[Seat, ...]:
+    # The creation time too: a test database that rolls back hands out the same run ids again.
+    return tuple(Seat.objects.filter(run_id=run_id))
 
 
 def run_view_load(run: Run) -> RunView:
     protocol = registry.get(run.protocol)
     seats = {
         s.handle: SeatView(handle=s.handle, name=s.name, role=s.role, lens=s.lens, human=s.human)
-        for s in run.seats.all()
+        for s in run_seats(run)
     }
     turns = {
         t["key"]: TurnView(
@@ -30,10 +45,14 @@ def run_view_load(run: Run) -> RunView:
             "key", "seat__handle", "stage", "task", "status", "payload", "error", "flags"
         )
     }
-    submitted = frozenset(
-        HumanAction.objects.filter(run=run, kind=HumanActionKind.SUBMIT_TURN).values_list(
-            "step_key", flat=True
+    submitted = (
+        frozenset(
+            HumanAction.objects.filter(run=run, kind=HumanActionKind.SUBMIT_TURN).values_list(
+                "step_key", flat=True
+            )
         )
+        if any(seat.human for seat in seats.values())
+        else frozenset()
     )
     return RunView(
         kb=kb_view_load(run) if run.kb_id else None,
@@ -59,25 +78,16 @@ def run_state_last(run: Run) -> str:
 
 
 def kb_view_load(run: Run) -> KbView:
-
-    kb = KnowledgeBase.objects.get(pk=run.kb_id or 0)
+    kb = KnowledgeBase.objects.only("pk", "slug", "kind", "created_at").get(pk=run.kb_id or 0)
+    revision = Revision.objects.filter(kb_id=kb.pk).order_by("-pk").values_list("pk", flat=True).first()
+    contents = _kb_contents(kb.pk, kb.created_at, revision)
     snapshot = Snapshot.objects.filter(run=run).only("arguments").first()
     rated = {
         arg_id: data.get("status", "") for arg_id, data in (snapshot.arguments if snapshot else {}).items()
     }
     arguments = {
-        a.arg_id: KbArgument(
-            arg_id=a.arg_id,
-            title=a.title,
-            position=a.position,
-            layer=a.layer,
-            scope=a.scope,
-            status=a.status,
-            snapshot_status=rated.get(a.arg_id, a.status),
-        )
-        for a in kb.arguments.order_by("arg_id").only(
-            "arg_id", "title", "position", "layer", "scope", "status"
-        )
+        arg_id: replace(argument, snapshot_status=rated.get(arg_id, argument.status))
+        for arg_id, argument in contents.arguments.items()
     }
     mutations = tuple(
         KbMutation(
@@ -91,15 +101,53 @@ def kb_view_load(run: Run) -> KbView:
         )
         for m in ProposedMutation.objects.filter(run=run).select_related("turn", "revision").order_by("pk")
     )
+    data = KnowledgeBase.objects.values_list("data", flat=True).get(pk=kb.pk) if kb.kind == kb.DATA else None
     return KbView(
         slug=kb.slug,
         arguments=arguments,
+        edges=contents.edges,
+        central_questions=contents.central_questions,
+        sources=contents.sources,
+        positions=contents.positions,
+        mutations=mutations,
+        data=data,
+    )
+
+
+@dataclass(frozen=True)
+class _KbContents:
+    arguments: dict[str, KbArgument]  # snapshot_status: the live status (the run's snapshot is read per load)
+    edges: tuple[tuple[str, str, str], ...]
+    central_questions: tuple[tuple[int, str, tuple[str, ...]], ...]
+    sources: frozenset[str]
+    positions: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=64)
+def _kb_contents(kb_id: int, created_at: datetime, revision: int | None) -> _KbContents:
+    """What a KB holds, read once per process and revision: a KB changes only by an applied mutation, which records
+    a revision in the same transaction (kb.discipline), and an import makes a new KB. (The creation time too: a
+    test database that rolls back hands out the same ids again.)"""
+    kb = KnowledgeBase.objects.get(pk=kb_id)
+    return _KbContents(
+        arguments={
+            a.arg_id: KbArgument(
+                arg_id=a.arg_id,
+                title=a.title,
+                position=a.position,
+                layer=a.layer,
+                scope=a.scope,
+                status=a.status,
+                snapshot_status=a.status,
+            )
+            for a in kb.arguments.order_by("arg_id").only(
+                "arg_id", "title", "position", "layer", "scope", "status"
+            )
+        },
         edges=tuple(kb.edges.order_by("order").values_list("src", "type", "target")),
         central_questions=tuple(
             (q.order, q.text, tuple(q.arg_ids)) for q in kb.central_questions.order_by("order")
         ),
         sources=frozenset(kb.sources.values_list("path", flat=True)),
         positions=tuple(kb_positions(kb)),
-        mutations=mutations,
-        data=kb.data if kb.kind == KnowledgeBase.DATA else None,
     )

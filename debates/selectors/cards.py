@@ -7,9 +7,11 @@ from typing import Any
 
 from django.core.cache import caches
 from django.core.cache.utils import make_template_fragment_key
+from django.urls import reverse
 from pydantic_core import from_json
 
 from debates.engine import registry
+from debates.engine.view import run_seats
 from debates.models import Run, Turn, TurnStatus, turn_dom_id
 from kb.models import Revision
 
@@ -32,7 +34,7 @@ def body_template(protocol: str, task: str) -> str:
 
 
 def seat_names(run: Run) -> dict[str, str]:
-    return dict(run.seats.values_list("handle", "name"))
+    return {seat.handle: seat.name for seat in run_seats(run)}
 
 
 def turn_card(
@@ -95,17 +97,24 @@ def live_card(
 
 
 def run_turn_cards(
-    run: Run, *, upto_seq: int | None = None, kb: dict[str, Any] | None = None, from_cache: bool = False
+    run: Run,
+    *,
+    upto_seq: int | None = None,
+    kb: dict[str, Any] | None = None,
+    from_cache: bool = False,
+    pks: list[int] | None = None,
 ) -> list[dict[str, Any]]:
     """The run's turn cards in transcript order. A finished turn's card changes only when the run records an event
     (a ruling, an approval, ...) or its KB is revised (live ratings shown beside cited arguments, possibly by another
     run), so its HTML is cached under the turn's identity, the seq the page shows and the KB's latest revision (see
     the `transcript` partial). `from_cache`: a card whose HTML is cached comes as {"html", "key", "status"} alone,
     looked up for all turns at once, and only the other turns are read whole (a long finished run's page then
-    reads no turn body at all)."""
+    reads no turn body at all). `pks`: only these turns."""
     turns = run.turns.order_by("first_seq", "id")
     if upto_seq is not None:
         turns = turns.filter(first_seq__lte=upto_seq)
+    if pks is not None:
+        turns = turns.filter(pk__in=pks)
     seq = str(upto_seq if upto_seq is not None else run.last_seq)
     if kb is not None and run.kb_id:
         seq = f"{seq}:{Revision.objects.filter(kb_id=run.kb_id).order_by('-pk').values_list('pk', flat=True).first()}"
@@ -176,10 +185,71 @@ def transcript_rounds(run: Run, cards: list[dict[str, Any]]) -> list[dict[str, A
     return list(rounds.values())
 
 
-def turn_starts_round(turn: Turn) -> bool:
-    """Whether `turn` is the first of its transcript group (its frame then starts the group)."""
-    group = round_of(turn.key, turn.stage)
-    earlier = Turn.objects.filter(run_id=turn.run_id, first_seq__lt=turn.first_seq).values_list(
-        "key", "stage"
-    )
-    return all(round_of(key, stage) != group for key, stage in earlier)
+# A long transcript is shown in full at its start and its end (where the live turns arrive); the turns between are
+# loaded as the reader reaches them, so the page's first request renders at most this many cards.
+TRANSCRIPT_HEAD = 20
+TRANSCRIPT_TAIL = 20
+
+
+def run_transcript(
+    run: Run, *, kb: dict[str, Any] | None = None, upto_seq: int | None = None
+) -> list[dict[str, Any]]:
+    """The transcript's groups as the run page shows them (transcript_rounds): with more than TRANSCRIPT_HEAD +
+    TRANSCRIPT_TAIL turns, the turns between the first and the last ones are not rendered; in their place each
+    group they belong to holds one `deferred` entry naming them (how many, their seq range and the URL that
+    renders them), in their position, so the group keeps its order and live turns still append to its end."""
+    heads = run.turns.order_by("first_seq", "id")
+    if upto_seq is not None:
+        heads = heads.filter(first_seq__lte=upto_seq)
+    rows = list(heads.values_list("pk", "key", "stage", "first_seq"))
+    if len(rows) <= TRANSCRIPT_HEAD + TRANSCRIPT_TAIL:
+        return transcript_rounds(run, run_turn_cards(run, upto_seq=upto_seq, kb=kb, from_cache=True))
+    shown = rows[:TRANSCRIPT_HEAD] + rows[-TRANSCRIPT_TAIL:]
+    cards = {
+        card["key"]: card
+        for card in run_turn_cards(
+            run, upto_seq=upto_seq, kb=kb, from_cache=True, pks=[pk for pk, *_ in shown]
+        )
+    }
+    labels = {stage.id: stage.label for stage in registry.get(run.protocol).stages}
+    url = reverse("run-turns", args=[run.pk])
+    rounds: dict[str, dict[str, Any]] = {}
+    for index, (_, key, stage, first_seq) in enumerate(rows):
+        dom_id = round_of(key, stage)
+        group = rounds.get(dom_id)
+        if group is None:
+            group = rounds[dom_id] = {"dom_id": dom_id, "label": round_label(key, stage, labels), "cards": []}
+        if index < TRANSCRIPT_HEAD or index >= len(rows) - TRANSCRIPT_TAIL:
+            group["cards"].append(cards[key])
+            continue
+        last = group["cards"][-1] if group["cards"] else None
+        if last is not None and last.get("deferred"):
+            last["count"] += 1
+            last["to_seq"] = first_seq
+        else:
+            group["cards"].append({"deferred": True, "count": 1, "from_seq": first_seq, "to_seq": first_seq})
+    for group in rounds.values():
+        for entry in group["cards"]:
+            if entry.get("deferred"):
+                entry["dom_id"] = f"deferred-{group['dom_id']}-{entry['from_seq']}"
+                entry["url"] = f"{url}?round={group['dom_id']}&from={entry['from_seq']}&to={entry['to_seq']}"
+    return list(rounds.values())
+
+
+def run_round_turn_cards(
+    run: Run, *, round_id: str, from_seq: int, to_seq: int, kb: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The cards of a group's turns between two seqs (both included): what a `deferred` entry stands for."""
+    rows = run.turns.filter(first_seq__gte=from_seq, first_seq__lte=to_seq).values_list("pk", "key", "stage")
+    pks = [pk for pk, key, stage in rows if round_of(key, stage) == round_id]
+    return run_turn_cards(run, kb=kb, from_cache=True, pks=pks) if pks else []
+
+
+def round_openers(run: Run) -> set[str]:
+    """The keys of the turns that open their transcript group (a turn_started frame of one starts the group)."""
+    first: dict[str, tuple[int, str]] = {}
+    for key, stage, first_seq in run.turns.values_list("key", "stage", "first_seq"):
+        group = round_of(key, stage)
+        if group not in first or first_seq < first[group][0]:
+            first[group] = (first_seq, key)
+    return {key for _, key in first.values()}

@@ -29,8 +29,12 @@ STATUS_LABELS = {
 
 def run_status_context(run: Run) -> dict[str, Any]:
     protocol = registry.get(run.protocol)
-    view = run_view_load(run)
-    turns = [(t.stage, t.status) for t in view.turns.values()]
+    # A completed run expects no more turns: its status needs no view of it (a long run's page reads no payload).
+    view = None if run.status == RunStatus.COMPLETED else run_view_load(run)
+    if view is None:
+        turns = list(run.turns.order_by("first_seq", "id").values_list("stage", "status"))
+    else:
+        turns = [(t.stage, t.status) for t in view.turns.values()]
     committed = sum(1 for _, status in turns if status == TurnStatus.COMMITTED)
     failed = sum(1 for _, status in turns if status == TurnStatus.FAILED)
     current = turns[-1][0] if turns else ""
@@ -50,8 +54,8 @@ def run_status_context(run: Run) -> dict[str, Any]:
         else:
             state = "pending"
         stages.append({"id": stage.id, "label": stage.label, "state": state})
-    expected = protocol.expected_turns(view)
-    plan = protocol.plan(view) if not run.is_terminal else None
+    expected = protocol.expected_turns(view) if view is not None else committed + failed
+    plan = protocol.plan(view) if view is not None and not run.is_terminal else None
     return {
         "run": run,
         "status_label": STATUS_LABELS.get(RunStatus(run.status), run.status),

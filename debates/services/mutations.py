@@ -8,9 +8,8 @@ from typing import Any
 from django.db import transaction
 
 from debates.engine.events import event_append
-from debates.engine.publish import event_publish
 from debates.models import HumanAction, HumanActionKind, Run
-from debates.services.runs import ActionRefused, _action_once
+from debates.services.runs import ActionRefused, _action_once, run_events_publish
 from kb.discipline import DisciplineViolation, mutation_decide
 from kb.models import MutationStatus, ProposedMutation
 
@@ -66,5 +65,5 @@ def run_mutation_decide(
                 "user": label,
             },
         )
-    event_publish(run_id=run_id, seq=seq)
+    run_events_publish(run_id, [seq])
     return mutation

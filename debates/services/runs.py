@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pydantic import BaseModel
 
@@ -55,8 +55,31 @@ def run_wake(*, run_id: int) -> None:
 
 
 def run_events_publish(run_id: int, seqs: list[int]) -> None:
-    for seq in seqs:
-        event_publish(run_id=run_id, seq=seq)
+    """Announce committed events to the run's viewers once the transaction commits, best effort: the channel layer
+    is a wake-up bus, not a log. When it fails (Redis restarting), the change is committed all the same and the
+    request that made it succeeds; the viewers replay what they missed from the database."""
+
+    def send() -> None:
+        for seq in seqs:
+            try:
+                event_publish(run_id=run_id, seq=seq)  # at once: this runs after the commit
+            except Exception:
+                log.warning(
+                    "run %s: publishing events %s failed; viewers replay them from the database",
+                    run_id,
+                    seqs,
+                    exc_info=True,
+                )
+                return  # the layer is down: the others would fail the same way
+
+    transaction.on_commit(send)
+
+
+def run_find_submitted(client_uuid: uuid.UUID | None) -> Run | None:
+    """The run a new-run form with this idempotency key created already, if any."""
+    if client_uuid is None:
+        return None
+    return Run.objects.filter(client_uuid=client_uuid).first()
 
 
 def run_create(
@@ -77,10 +100,15 @@ def run_create(
     user: Any = None,
     start: bool = True,
     enqueue: bool = True,
+    client_uuid: uuid.UUID | None = None,
 ) -> Run:
     """Validate the config against the protocol, create the run and its seats, and queue it (or, when its
     estimated cost is above the consent threshold, wait for a moderator to approve it).
-    `seat_models`: a model per seat handle, overriding the run's model for that seat."""
+    `seat_models`: a model per seat handle, overriding the run's model for that seat.
+    `client_uuid`: the submitting form's idempotency key; a second submit with it returns the run the first
+    created, unchanged, and starts nothing."""
+    if (existing := run_find_submitted(client_uuid)) is not None:
+        return existing
     proto = registry.get(protocol)
     parsed: BaseModel = proto.config_model.model_validate(proto.prepare(dict(config), kb))
     unknown = set(seat_models or {}) - {spec.handle for spec in proto.seats(parsed)}
@@ -93,46 +121,53 @@ def run_create(
         raise ValueError(
             f"kb: '{kb.title}' does not state a stable graph; confirm its stable state on the KB page first"
         )
-    with transaction.atomic():
-        if kb is not None and not material.strip():
-            material = proto.kb_material(kb)
-        run = Run.objects.create(
-            protocol=protocol,
-            topic=topic.strip(),
-            material=material,
-            kb=kb,
-            config=parsed.model_dump(mode="json"),
-            backend=backend,
-            model=model or default_model(backend),
-            seed=seed,
-            backend_options=dict(backend_options or {}),
-            budget_usd=budget_usd,
-            status=RunStatus.QUEUED if start else RunStatus.DRAFT,
-            created_by=user if getattr(user, "is_authenticated", False) else None,
-        )
-        Seat.objects.bulk_create(
-            Seat(
-                run=run,
-                handle=spec.handle,
-                name=spec.name,
-                role=spec.role,
-                lens=spec.lens,
-                human=spec.human,
-                backend="human" if spec.human else backend,
-                model="" if spec.human else (seat_models or {}).get(spec.handle) or run.model,
-                position=index,
+    try:
+        with transaction.atomic():
+            if kb is not None and not material.strip():
+                material = proto.kb_material(kb)
+            run = Run.objects.create(
+                client_uuid=client_uuid,
+                protocol=protocol,
+                topic=topic.strip(),
+                material=material,
+                kb=kb,
+                config=parsed.model_dump(mode="json"),
+                backend=backend,
+                model=model or default_model(backend),
+                seed=seed,
+                backend_options=dict(backend_options or {}),
+                budget_usd=budget_usd,
+                status=RunStatus.QUEUED if start else RunStatus.DRAFT,
+                created_by=user if getattr(user, "is_authenticated", False) else None,
             )
-            for index, spec in enumerate(proto.seats(parsed))
-        )
-        if kb is not None:
-            kb_snapshot_take(kb=kb, run=run)
-        seqs = [event_append(run_id=run.pk, kind="run_created", payload={"protocol": protocol})]
-        # The run's view, loaded once: the estimate and the protocol's first states read it; the consent gate
-        # changes only what the states see of it as consent and estimate.
-        view = run_view_load(run)
-        seqs += _consent_gate(run, view, budget_tokens=budget_tokens, consented=consented, start=start)
-        view = dataclasses.replace(view, consent=run.consent, estimate_usd=run.estimate_usd)
-        seqs += run_states_record(run, None, view)
+            Seat.objects.bulk_create(
+                Seat(
+                    run=run,
+                    handle=spec.handle,
+                    name=spec.name,
+                    role=spec.role,
+                    lens=spec.lens,
+                    human=spec.human,
+                    backend="human" if spec.human else backend,
+                    model="" if spec.human else (seat_models or {}).get(spec.handle) or run.model,
+                    position=index,
+                )
+                for index, spec in enumerate(proto.seats(parsed))
+            )
+            if kb is not None:
+                kb_snapshot_take(kb=kb, run=run)
+            seqs = [event_append(run_id=run.pk, kind="run_created", payload={"protocol": protocol})]
+            # The run's view, loaded once: the estimate and the protocol's first states read it; the consent gate
+            # changes only what the states see of it as consent and estimate.
+            view = run_view_load(run)
+            seqs += _consent_gate(run, view, budget_tokens=budget_tokens, consented=consented, start=start)
+            view = dataclasses.replace(view, consent=run.consent, estimate_usd=run.estimate_usd)
+            seqs += run_states_record(run, None, view)
+    except IntegrityError:
+        # Two submits of one form at once: the other committed first (the uuid is unique); this one is that run.
+        if (existing := run_find_submitted(client_uuid)) is not None:
+            return existing
+        raise
     run_events_publish(run.pk, seqs)
     if start and enqueue and run.status == RunStatus.QUEUED:
         run_wake(run_id=run.pk)
@@ -316,7 +351,7 @@ def run_pick_record(
             kind="pick_recorded",
             payload={"pick": pick, "judge_pick": judge_pick, "agrees": agrees, "user": label},
         )
-    event_publish(run_id=run_id, seq=seq)
+    run_events_publish(run_id, [seq])
     return True
 
 
@@ -353,7 +388,7 @@ def run_budget_set(
         run.save(update_fields=fields)
         label = getattr(user, "get_username", lambda: "someone")()
         seq = event_append(run_id=run.pk, kind="budget_set", payload={**payload, "user": label})
-    event_publish(run_id=run_id, seq=seq)
+    run_events_publish(run_id, [seq])
     if wake:
         run_wake(run_id=run_id)
     return True

@@ -11,11 +11,10 @@ from pydantic import ValidationError
 
 from debates.engine import registry
 from debates.engine.events import event_append
-from debates.engine.publish import event_publish
 from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunStatus
 from debates.selectors.runs import run_awaited_steps
-from debates.services.runs import ActionRefused, SubmissionInvalid, _action_once, run_wake
+from debates.services.runs import ActionRefused, SubmissionInvalid, _action_once, run_events_publish, run_wake
 
 
 def human_turn_submit(
@@ -63,6 +62,6 @@ def human_turn_submit(
         run.status = RunStatus.QUEUED
         run.save(update_fields=["status"])
         seq = event_append(run_id=run.pk, kind="human_action", payload={"step_key": step_key})
-    event_publish(run_id=run_id, seq=seq)
+    run_events_publish(run_id, [seq])
     run_wake(run_id=run_id)
     return True

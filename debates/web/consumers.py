@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qs
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
@@ -40,6 +42,12 @@ async def _admitted_user(consumer: AsyncWebsocketConsumer) -> Any:
     return user
 
 
+def _page_seq(scope: Mapping[str, Any]) -> int | None:
+    """The seq the page that opened the socket was rendered at (`?seq=`), if it says."""
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("seq", [])
+    return int(values[0]) if values and values[0].isdigit() else None
+
+
 class RunConsumer(AsyncWebsocketConsumer):
     run_id: int
     sent_seq: int = 0
@@ -62,7 +70,9 @@ class RunConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         async with self.lock:
-            html, self.sent_seq = await database_sync_to_async(frames.snapshot_frame)(self.run_id, user)
+            html, self.sent_seq = await database_sync_to_async(frames.snapshot_frame)(
+                self.run_id, user, page_seq=_page_seq(self.scope)
+            )
             await self.send(text_data=html)
         self.poller = asyncio.create_task(self._poll_for_gaps())
 

@@ -4,6 +4,7 @@ Protocol.form), of which only the chosen protocol's is read."""
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -105,6 +106,14 @@ class RunForm(forms.Form):
         initial=400,
         label="Streaming pace (characters per second, 0 = instant)",
         help_text="How fast the simulated answers appear, as if a model were typing them.",
+    )
+    # Made anew each time the form is rendered (a callable initial): a resubmit of the same form finds the run
+    # the first submit created (debates.services.runs.run_create) instead of starting a second one.
+    client_uuid = forms.UUIDField(
+        widget=forms.HiddenInput,
+        required=False,
+        initial=uuid.uuid4,
+        error_messages={"invalid": "This form's id is damaged: reload the page and submit it again."},
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -209,6 +218,7 @@ class RunForm(forms.Form):
             "seat_models": data["seat_models"],
             "budget_usd": data.get("budget_usd"),
             "budget_tokens": data.get("budget_tokens"),
+            "client_uuid": data.get("client_uuid"),
         }
 
 

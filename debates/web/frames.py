@@ -15,7 +15,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from debates.engine import registry
-from debates.models import Run, RunEvent
+from debates.models import Run, RunEvent, RunStatus
 from debates.platform.conf import conf
 from debates.selectors import runs as selectors
 from debates.selectors.cards import (
@@ -23,11 +23,10 @@ from debates.selectors.cards import (
     live_card,
     round_label,
     round_of,
-    run_turn_cards,
+    round_openers,
+    run_transcript,
     seat_names,
-    transcript_rounds,
     turn_card,
-    turn_starts_round,
 )
 from debates.selectors.panels import (
     MUTATION_EVENT,
@@ -104,8 +103,8 @@ def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tu
     panels, seat names, protocol context and the turns the events touched); each frame shows the current state of
     what its event touched. The widgets that show the run's current state are rendered once for the burst: the
     status in the last frame (or, `with_status` false, in the last that changed the panels), the outcome and the
-    integrity panel in the last that changed the panels. Every frame of a burst is kept for replays before any is
-    sent, so a viewer who misses some still ends on those widgets."""
+    integrity panel in the last that changed the panels, a shared panel in the last that changed it. Every frame
+    of a burst is kept for replays before any is sent, so a viewer who misses some still ends on those widgets."""
     run = Run.objects.get(pk=events[0].run_id)
     specs = run_panel_specs(run)
     panels_by_event = [
@@ -114,6 +113,9 @@ def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tu
     last_panels = max((i for i, panels in enumerate(panels_by_event) if panels), default=None)
     status_at = len(events) - 1 if with_status else last_panels
     shared_by_event = [[p for p in specs if not p.per_user and e.kind in p.refresh_on] for e in events]
+    # A shared panel shows the run's current state, the same for every event of the burst: rendered once, in the
+    # last frame of the burst that changes it.
+    panel_at = {p.id: index for index, shared in enumerate(shared_by_event) for p in shared}
     kb_by_event = [
         bool(shared) or e.kind == "turn_committed" for e, shared in zip(events, shared_by_event, strict=True)
     ]
@@ -121,6 +123,7 @@ def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tu
     keys = [e.payload["key"] for e in events if e.kind in TURN_EVENTS]
     turns = {t.key: t for t in run.turns.select_related("seat").filter(key__in=keys)} if keys else {}
     names = seat_names(run) if keys else {}
+    openers = round_openers(run) if any(e.kind == "turn_started" for e in events) else set()
     frames = []
     for index, (event, shared, needs_kb, panels) in enumerate(
         zip(events, shared_by_event, kb_by_event, panels_by_event, strict=True)
@@ -131,7 +134,7 @@ def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tu
             card = turn_card(turns[event.payload["key"]], run.protocol, names, event_kb)
             if event.kind == "turn_started":
                 turn = turns[event.payload["key"]]
-                if turn_starts_round(turn):  # the turn's round begins with it
+                if turn.key in openers:  # the turn's round begins with it
                     labels = {stage.id: stage.label for stage in registry.get(run.protocol).stages}
                     group = {
                         "dom_id": round_of(turn.key, turn.stage),
@@ -153,8 +156,9 @@ def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tu
             else:
                 parts.append(_partial("turn", {"card": card, "oob": True}))
         if shared:
-            ids = {p.id for p in shared}
-            parts += [_panel(p) for p in run_panels(run, per_user=False, kb=event_kb) if p["id"] in ids]
+            ids = {p.id for p in shared if panel_at[p.id] == index}
+            if ids:
+                parts += [_panel(p) for p in run_panels(run, per_user=False, kb=event_kb) if p["id"] in ids]
             parts.append(kb_marks_frame(run, event_kb, event))
         if index == status_at:
             parts.append(status_frame(run))
@@ -166,26 +170,51 @@ def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tu
 
 
 def integrity_frame(run: Run) -> str:
-    """The integrity panel: its signals appear when the run completes and follow the human's pick."""
+    """The integrity panel: its signals appear when the run completes and follow the human's pick. Until then it
+    is the same placeholder for every run, rendered once per process (it is sent with most bursts)."""
+    if run.status != RunStatus.COMPLETED:
+        return _integrity_placeholder(run)
     return render_to_string(INTEGRITY_TEMPLATE, {"run": run, "oob": True})
 
 
-def snapshot_frame(run_id: int, user: Any) -> tuple[str, int]:
+_integrity_placeholders: list[str] = []
+
+
+def _integrity_placeholder(run: Run) -> str:
+    if not _integrity_placeholders:
+        _integrity_placeholders.append(render_to_string(INTEGRITY_TEMPLATE, {"run": run, "oob": True}))
+    return _integrity_placeholders[0]
+
+
+def snapshot_frame(run_id: int, user: Any, *, page_seq: int | None = None) -> tuple[str, int]:
     """Everything live on the run page as of seq S; events after S follow. Turns first shown after S are left
-    out (their events append them), so nothing is missing and nothing doubled whatever the isolation level."""
+    out (their events append them), so nothing is missing and nothing doubled whatever the isolation level.
+    `page_seq`: the seq the page was rendered at; if nothing happened since, its transcript is current and stays
+    as the reader has it (a long one with the parts they loaded). All but the viewer's own panels is the same for
+    everyone who connects while the run is at S: rendered once for them (kept STATUS_FRAME_SECONDS, so a KB
+    revised meanwhile by another run shows within that)."""
     run = Run.objects.get(pk=run_id)
     seq = run.last_seq
-    kb = run_protocol_context(run)
-    cards = run_turn_cards(run, upto_seq=seq, kb=kb, from_cache=True)
-    html = (
-        status_frame(run)
-        + _partial("transcript", {"rounds": transcript_rounds(run, cards), "oob": True})
-        + _partial("outcome", {"run": run, "oob": True})
-        + integrity_frame(run)
-        + "".join(_panel(p) for p in run_panels(run, per_user=False, kb=kb))
-        + panels_frame(run_id, user, run=run, kb=kb)
-    )
-    return html, seq
+    with_transcript = page_seq != seq
+    key = f"snapshot:{run.pk}:{run.created_at.timestamp()}:{seq}:{with_transcript}"
+    shared = caches["fragments"].get(key)
+    kb = None
+    if shared is None:
+        kb = run_protocol_context(run)
+        transcript = (
+            _partial("transcript", {"rounds": run_transcript(run, kb=kb, upto_seq=seq), "oob": True})
+            if with_transcript
+            else ""
+        )
+        shared = (
+            status_frame(run)
+            + transcript
+            + _partial("outcome", {"run": run, "oob": True})
+            + integrity_frame(run)
+            + "".join(_panel(p) for p in run_panels(run, per_user=False, kb=kb))
+        )
+        caches["fragments"].set(key, shared, conf("STATUS_FRAME_SECONDS"))
+    return shared + panels_frame(run_id, user, run=run, kb=kb), seq
 
 
 def panels_frame(run_id: int, user: Any, *, run: Run | None = None, kb: dict[str, Any] | None = None) -> str:
@@ -293,13 +322,14 @@ def event_messages_render(*, run_id: int, seqs: list[int]) -> list[dict[str, Any
         return []
     frames = event_frames(events)
     event_frames_keep(events, frames)
+    # What every viewer without the moderate permission sees in the panels (no control), as the burst leaves the
+    # run: rendered here once, so the consumers of a run's many viewers need not each read the database for it.
+    viewer_panels = panels_frame(run_id, AnonymousUser()) if any(panels for _, panels in frames) else ""
     messages = []
     for event, (html, panels) in zip(events, frames, strict=True):
         message: dict[str, Any] = {"type": "run.event", "seq": event.seq, "html": html, "panels": panels}
         if panels:
-            # What every viewer without the moderate permission sees in the panels (no control): rendered here
-            # once, so the consumers of a run's many viewers need not each read the database for it.
-            message["viewer_panels"] = panels_frame(run_id, AnonymousUser())
+            message["viewer_panels"] = viewer_panels
         messages.append(message)
     return messages
 

@@ -106,6 +106,23 @@
       if (event.target && event.target.name === "backend") modelsOfBackend(form);
     });
   });
+  // A link to a turn a long transcript left out (#turn-…): load the left-out parts, then go to the turn.
+  function revealLinkedTurn() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    if (id.indexOf("turn-") !== 0 || document.getElementById(id)) { return; }
+    var parts = document.querySelectorAll(".turns-deferred");
+    if (!parts.length || !window.htmx) { return; }
+    function land() {
+      var turn = document.getElementById(id);
+      if (!turn) { return; }
+      document.removeEventListener("htmx:afterSettle", land);
+      turn.scrollIntoView();
+    }
+    document.addEventListener("htmx:afterSettle", land);
+    parts.forEach(function (part) { htmx.trigger(part, "click"); });
+  }
+  document.addEventListener("DOMContentLoaded", revealLinkedTurn);
+  window.addEventListener("hashchange", revealLinkedTurn);
   // Tell the user when a POST fails instead of silently doing nothing.
   document.addEventListener("htmx:responseError", function (event) {
     var status = event.detail.xhr.status;

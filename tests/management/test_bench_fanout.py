@@ -20,7 +20,9 @@ LINE = re.compile(
     r"(?P<frames>[\d,]+) frames \(target p95 <= 250 ms; first viewer p95 (?P<first>\d+\.\d) ms, spread over viewers "
     r"p95 (?P<spread>\d+\.\d) ms\); live frames per turn per second max (?P<fps>\d+\.\d), "
     r"median \d+\.\d over (?P<turns>\d+) turns \(target <= 20\); longest silence while a turn streams "
-    r"(?P<silence>\d+) ms \(target <= 1000 ms\); [\d,]+ frames to 6 viewers in \d+\.\ds, "
+    r"(?P<silence>\d+) ms \(target <= 1000 ms\); (?:worker memory (?P<ready>\d+) MiB ready, (?P<peak>\d+) MiB at "
+    r"peak, (?P<per_debate>-?\d+\.\d) MiB per debate it ran at once \(target <= 10\); )?"
+    r"[\d,]+ frames to 6 viewers in \d+\.\ds, "
     r"all converged (?P<verdict>PASS|FAIL)$"
 )
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
@@ -67,7 +69,16 @@ def test_bench_fanout_prints_each_layer_against_the_targets_and_cleans_up(redis_
         assert float(m["first"]) > 0 and float(m["spread"]) >= 0
         assert int(m["frames"].replace(",", "")) >= 6 and int(m["turns"]) > 0
         assert int(m["silence"]) > 0  # measured over the turns' streaming windows
-        ok = float(m["p95"]) <= 250 and float(m["fps"]) <= 20 and int(m["silence"]) <= 1000
+        # A worker's memory is read where workers run the debates (the Redis layers).
+        assert (m["per_debate"] is None) == (m["layer"] == "inmemory")
+        if m["per_debate"] is not None:
+            assert 0 < int(m["ready"]) <= int(m["peak"])
+        ok = (
+            float(m["p95"]) <= 250
+            and float(m["fps"]) <= 20
+            and int(m["silence"]) <= 1000
+            and float(m["per_debate"] or 0) <= 10
+        )
         assert ok == (m["verdict"] == "PASS")
     assert re.fullmatch(r"  redis / inmemory: p95 lag x\d+\.\d\d, wall x\d+\.\d\d", lines[4])
     assert re.fullmatch(r"  redis-pubsub / inmemory: p95 lag x\d+\.\d\d, wall x\d+\.\d\d", lines[5])

@@ -1,9 +1,10 @@
 """The scaled setup's processes (issue 9): `manage.py worker` takes a dead worker's run over once its lease expires,
 and `manage.py serve_scaled` starts Daphne and the workers together, which run a debate queued by the web side to
-the end, its page served by Daphne."""
+the end, its page served by Daphne; a worker that dies is started again, the others left running."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import time
@@ -137,6 +138,14 @@ def test_a_worker_refuses_to_start_without_the_database_task_queue(tmp_path: Pat
     assert "set DISPUTA_TASKS_BACKEND=database" in proc.output()
 
 
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def test_serve_scaled_runs_daphne_and_workers_which_finish_a_queued_debate(
     transactional_db: None, make_run: Any, settings: Any, tmp_path: Path
 ):
@@ -160,8 +169,33 @@ def test_serve_scaled_runs_daphne_and_workers_which_finish_a_queued_debate(
         wait_for(lambda: Run.objects.get(pk=run.pk).status == "completed", 90, "the debate to complete")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=10) as response:
             assert response.status == 200
-        proc.popen.send_signal(signal.SIGTERM)  # honcho stops Daphne and both workers, then exits
-        proc.wait(timeout=30)
+
+        # A worker that dies is started again; Daphne and the other worker are left alone.
+        def started(name: str) -> list[int]:
+            return [
+                int(p) for p in re.findall(rf"{re.escape(name)} started \(pid (\d+)\)", proc.log.read_text())
+            ]
+
+        [victim] = started("worker.1")
+        os.kill(victim, signal.SIGKILL)
+        wait_for(lambda: len(started("worker.1")) == 2, 30, "the dead worker to be started again")
+        assert re.search(
+            r"worker\.1 exited with code -9 after [\d.]+ s; restarting in 1 s", proc.log.read_text()
+        )
+        wait_for(
+            lambda: len(re.findall(r"worker worker\.1@\S+: ready", proc.log.read_text())) == 2,
+            60,
+            "the restarted worker to be ready",
+        )
+        assert len(started("web")) == 1 and len(started("worker.2")) == 1
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=10) as response:
+            assert response.status == 200
+
+        proc.popen.send_signal(signal.SIGTERM)  # stops Daphne and both workers, then exits
+        assert proc.wait(timeout=30) == 0
+        assert all(
+            not pid_alive(pid) for pid in [*started("web"), *started("worker.1"), *started("worker.2")]
+        )
     finally:
         kill_all([proc])
 

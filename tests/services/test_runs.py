@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from debates.models import HumanAction, RunEvent
+from debates.models import HumanAction, Run, RunEvent
 from debates.services import runs as services
 from tests.conftest import run_to_stop
 
@@ -187,3 +187,58 @@ def test_creating_a_run_loads_its_view_once_for_the_estimate_and_the_first_state
     assert run.consent == "required" and run.estimate_usd is not None
     states = list(RunEvent.objects.filter(run=run, kind="state").values_list("payload", flat=True))
     assert states and states[-1]["to"] == "awaiting_consent", states
+
+
+@pytest.mark.django_db(transaction=True)
+class PublishingIsBestEffortTests:
+    def test_a_run_is_created_and_queued_even_when_its_events_cannot_be_published(
+        self, make_run, channel_layer_down, caplog
+    ):
+        run = make_run()
+        assert run.status == "queued"
+        assert RunEvent.objects.filter(run=run, kind="run_created").exists()
+        assert "viewers replay them from the database" in caplog.text
+
+    def test_a_human_action_is_applied_even_when_its_event_cannot_be_published(
+        self, make_run, moderator, channel_layer_down, caplog
+    ):
+        run = make_run()
+        services.run_control(run_id=run.pk, action="pause", user=moderator)
+        run.refresh_from_db()
+        assert run.pause_requested
+        assert HumanAction.objects.filter(run=run, kind="pause").count() == 1
+        assert "viewers replay them from the database" in caplog.text
+
+
+@pytest.mark.django_db
+class RunCreateIdempotencyTests:
+    def test_a_second_create_with_the_same_client_uuid_returns_the_first_run_and_starts_nothing(
+        self, make_run
+    ):
+        key = uuid.uuid4()
+        first = make_run(client_uuid=key, topic="First wording")
+        events = RunEvent.objects.filter(run=first).count()
+        again = make_run(client_uuid=key, topic="A resubmit may differ; the first stands")
+        assert again.pk == first.pk and again.topic == "First wording"
+        assert Run.objects.count() == 1
+        assert RunEvent.objects.filter(run=first).count() == events
+
+    def test_runs_without_a_client_uuid_are_never_taken_for_one_another(self, make_run):
+        assert make_run().pk != make_run().pk
+
+    def test_a_concurrent_twin_that_committed_first_is_returned_instead_of_an_error(
+        self, make_run, monkeypatch
+    ):
+        key = uuid.uuid4()
+        twin = make_run(client_uuid=key)
+        # This submit looked before its twin committed: it found nothing, and its insert meets the unique uuid.
+        real, calls = services.run_find_submitted, []
+
+        def find_after_the_twin(client_uuid):
+            calls.append(client_uuid)
+            return None if len(calls) == 1 else real(client_uuid)
+
+        monkeypatch.setattr(services, "run_find_submitted", find_after_the_twin)
+        assert make_run(client_uuid=key).pk == twin.pk
+        assert len(calls) == 2  # the look before, and the one after the insert met the twin
+        assert Run.objects.count() == 1

@@ -172,3 +172,56 @@ def test_a_live_frame_keeps_the_re_run_and_fork_forms_the_page_has(make_run: Any
     snapshot, _ = frames.snapshot_frame(run.pk, moderator)
     (lineage,) = re.findall(r'<section id="lineage"[^>]*>', snapshot)
     assert 'hx-preserve="true"' in lineage and 'hx-trigger="load"' in lineage
+
+
+def test_a_shared_panel_changed_by_several_events_of_a_burst_is_rendered_once_in_the_last_of_them(
+    db: None,
+) -> None:
+    """The consultation's side panel follows the state, the round artifacts and the commits: a burst holding a
+    commit, its round artifact and the next state renders the panel once (it shows the run's current state, the
+    same for all three), in the last frame that changes it, and replaying the burst ends on it."""
+    from debates.engine.publish import event_messages
+    from debates.services.demos import run_headless_demo_create
+
+    run = run_headless_demo_create(protocol="consultation", seed=7, backend_options={"cps": 0})
+    assert run_to_stop(run) == "done"
+    kinds = dict(RunEvent.objects.filter(run=run).values_list("seq", "kind"))
+    refreshing = {"state", "round_artifact", "turn_committed", "run_status", "consent", "cost_estimated"}
+    burst = [seq for seq in sorted(kinds) if kinds[seq] in refreshing][-4:]
+    assert len(burst) == 4
+    messages = event_messages(run_id=run.pk, seqs=burst)
+    panels = ['id="consultation-panel"' in m["html"] for m in messages]
+    assert panels == [False, False, False, True], [kinds[s] for s in burst]
+    alone = event_messages(run_id=run.pk, seqs=burst[:1])  # the first event on its own still shows the panel
+    assert 'id="consultation-panel"' in alone[0]["html"]
+
+
+def test_the_integrity_placeholder_of_an_unfinished_run_is_what_rendering_it_gives(make_run: Any) -> None:
+    from django.template.loader import render_to_string
+
+    first, second = make_run(), make_run(topic="Should the library open on Sundays?")
+    rendered = [render_to_string(frames.INTEGRITY_TEMPLATE, {"run": r, "oob": True}) for r in (first, second)]
+    assert frames.integrity_frame(first) == frames.integrity_frame(second) == rendered[0] == rendered[1]
+    assert "Signals are computed once the run has completed" in rendered[0]
+    assert run_to_stop(first) == "done"
+    finished = frames.integrity_frame(first)
+    assert finished != rendered[0] and "Signals are computed once" not in finished
+
+
+def test_viewers_connecting_to_a_run_in_one_state_share_one_render_of_its_snapshot(
+    make_run: Any, viewer: User, moderator: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A popular run's viewers all connect at once: the snapshot (all but each viewer's own panels) is rendered
+    once per state of the run, and the next event's state is rendered anew."""
+    run = make_run()
+    assert run_to_stop(run) == "done"
+    rendered = counting(monkeypatch, "status_frame")
+    first, seq = frames.snapshot_frame(run.pk, viewer)
+    second, _ = frames.snapshot_frame(run.pk, moderator)
+    third, _ = frames.snapshot_frame(run.pk, viewer)
+    assert len(rendered) == 1 and first == third
+    assert second.split('id="moderator"')[0] == first.split('id="moderator"')[0]  # only the panels differ
+    with transaction.atomic():
+        event_append(run_id=run.pk, kind="note", payload={})
+    _, later = frames.snapshot_frame(run.pk, viewer)
+    assert later == seq + 1 and len(rendered) == 2

@@ -1,8 +1,11 @@
-"""Guards that hold for every view: a NUL character (which PostgreSQL text cannot hold) is refused up front."""
+"""Guards that hold for every view: a NUL character (which PostgreSQL text cannot hold) is refused up front, and a
+lost database connection answers 503 with Retry-After, not 500."""
 
 from __future__ import annotations
 
+import psycopg
 import pytest
+from django.db import OperationalError, ProgrammingError
 from django.test import Client
 
 pytestmark = pytest.mark.django_db
@@ -33,3 +36,37 @@ def test_an_uploaded_files_bytes_are_not_judged_here(moderator):
     response = client.post("/kb/", {"file": SimpleUploadedFile("data.json", b'{"meta": {}, "a": "\x00"}')})
     assert response.status_code == 400  # the importer's refusal, naming the file
     assert "data.json" in response.content.decode()
+
+
+def lost_connection() -> OperationalError:
+    """As Django raises a PostgreSQL restart: its OperationalError, psycopg's AdminShutdown as the cause."""
+    error = OperationalError("terminating connection due to administrator command")
+    error.__cause__ = psycopg.errors.AdminShutdown("terminating connection due to administrator command")
+    return error
+
+
+class DatabaseUnavailableTests:
+    def test_a_page_that_meets_a_lost_database_connection_answers_503_with_retry_after(
+        self, viewer, monkeypatch
+    ):
+        def archive_page(*args, **kwargs):
+            raise lost_connection()
+
+        monkeypatch.setattr("debates.web.views.runs.archive_page", archive_page)
+        client = Client(raise_request_exception=False)
+        client.force_login(viewer)
+        response = client.get("/")
+        assert response.status_code == 503
+        assert response["Retry-After"] == "10"
+        html = response.content.decode()
+        assert "This page will be back shortly" in html and "live updates resume by themselves" in html
+        assert "administrator command" not in html  # nothing of the server's internals
+
+    def test_an_error_of_the_query_itself_is_still_a_500(self, viewer, monkeypatch):
+        def archive_page(*args, **kwargs):
+            raise ProgrammingError('relation "debates_run" does not exist')
+
+        monkeypatch.setattr("debates.web.views.runs.archive_page", archive_page)
+        client = Client(raise_request_exception=False)
+        client.force_login(viewer)
+        assert client.get("/").status_code == 500

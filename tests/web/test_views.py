@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from decimal import Decimal
 
@@ -43,9 +44,10 @@ class PageTests:
     def test_the_run_page_has_the_stable_ids_and_a_socket(self, viewer_client, make_run):
         run = make_run()
         html = viewer_client.get(f"/runs/{run.pk}/").content.decode()
+        run.refresh_from_db()
         for dom_id in ["run-status", "transcript", "moderator", "cost", "outcome"]:
             assert f'id="{dom_id}"' in html
-        assert f'ws-connect="/ws/runs/{run.pk}/"' in html
+        assert f'ws-connect="/ws/runs/{run.pk}/?seq={run.last_seq}"' in html  # the seq the page shows
         assert "simulated" in html
 
     def test_a_viewer_sees_no_controls(self, viewer_client, make_run):
@@ -79,6 +81,47 @@ class NewRunTests:
         assert run.status == "queued" and run.seed == 5
         assert list(run.seats.values_list("handle", flat=True)) == ["analyst-ada", "analyst-bo", "examiner"]
         assert run.backend_options["fail"] == ["r1/analysis/analyst-bo"]
+        assert [r.args for r in enqueued] == [[run.pk]]
+
+    def test_the_form_carries_a_fresh_idempotency_key_each_time_it_is_rendered(self, moderator_client):
+        pattern = re.compile(r'<input type="hidden" name="client_uuid" value="([0-9a-f-]{36})"')
+        keys = [pattern.search(moderator_client.get("/runs/new/").content.decode()) for _ in range(2)]
+        assert all(keys) and keys[0].group(1) != keys[1].group(1)  # type: ignore[union-attr]
+
+    def test_a_resubmitted_form_goes_to_the_run_it_created_and_starts_no_second(
+        self, moderator_client, enqueued
+    ):
+        key = str(uuid.uuid4())
+        first = self._post(moderator_client, client_uuid=key)
+        again = self._post(moderator_client, client_uuid=key)
+        run = Run.objects.get()
+        assert first.status_code == again.status_code == 302
+        assert first["Location"] == again["Location"] == f"/runs/{run.pk}/"
+        assert run.client_uuid == uuid.UUID(key)
+        assert [r.args for r in enqueued] == [[run.pk]]
+
+    def test_two_renders_of_the_form_start_two_runs(self, moderator_client, enqueued):
+        self._post(moderator_client, client_uuid=str(uuid.uuid4()))
+        self._post(moderator_client, client_uuid=str(uuid.uuid4()))
+        assert Run.objects.count() == 2
+
+    def test_a_damaged_idempotency_key_is_a_clear_error_and_starts_nothing(self, moderator_client):
+        response = self._post(moderator_client, client_uuid="not-a-uuid")
+        assert (
+            "This form&#x27;s id is damaged: reload the page and submit it again."
+            in response.content.decode()
+        )
+        assert not Run.objects.exists()
+
+    @pytest.mark.django_db(transaction=True)  # publishing happens after the commit
+    def test_a_run_created_while_redis_is_down_answers_success_not_500(
+        self, moderator, channel_layer_down, enqueued
+    ):
+        client = Client(raise_request_exception=False)
+        client.force_login(moderator)
+        response = self._post(client, client_uuid=str(uuid.uuid4()))
+        run = Run.objects.get()
+        assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
         assert [r.args for r in enqueued] == [[run.pk]]
 
     def test_anthropic_is_offered_disabled_with_the_reason(self, moderator_client, monkeypatch):

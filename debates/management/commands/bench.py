@@ -172,7 +172,8 @@ BENCH_PREFIX = "[bench-pages]"
 BENCH_USER = "bench-pages-viewer"
 SEARCH_WORD = "zeppelin"  # in the turn text of one run in SEARCH_EVERY: a selective search
 SEARCH_EVERY = 100
-LONG_RUN_TURNS = 500
+LONG_RUN_TURNS = (500, 2000)  # the run page is timed at each length
+TARGET_LONG_RUN_COLD_MS = {500: 150.0, 2000: 300.0}  # its first request
 BENCH_TOPICS = (
     "Should the city charge cars entering the centre?",
     "Is a four-day week good for a small software company?",
@@ -249,7 +250,7 @@ def _insert_rows(model: Any, rows: list[dict[str, Any]]) -> None:
 
 
 def generate_pages_data(*, runs: int, turns: int) -> dict[str, Any]:
-    """`runs` runs with `turns` turns in all (spread evenly), plus one run with LONG_RUN_TURNS turns; returns the
+    """`runs` runs with `turns` turns in all (spread evenly), plus one run of each length in LONG_RUN_TURNS; returns the
     ids the timings need."""
     from django.utils import timezone
 
@@ -334,64 +335,67 @@ def generate_pages_data(*, runs: int, turns: int) -> dict[str, Any]:
                 with connection.cursor() as cursor:
                     for sql in connection.ops.sequence_reset_sql(no_style(), [Seat, Turn]):
                         cursor.execute(sql)
-            long_run = Run.objects.create(
-                protocol=template.protocol,
-                topic=f"{BENCH_PREFIX} a run of {LONG_RUN_TURNS} turns",
-                material=template.material,
-                config=template.config,
-                outcome=template.outcome,
-                status="completed",
-                backend="simulated",
-                created_at=now + dt.timedelta(minutes=1),
-            )
-            long_seats = {
-                s.handle: s
-                for s in Seat.objects.bulk_create(
-                    [
-                        Seat(
-                            run=long_run,
-                            handle=s.handle,
-                            name=s.name,
-                            role=s.role,
-                            lens=s.lens,
-                            position=s.position,
-                        )
-                        for s in seats
-                    ]
+            long_runs = {}
+            for length in LONG_RUN_TURNS:
+                long_run = Run.objects.create(
+                    protocol=template.protocol,
+                    topic=f"{BENCH_PREFIX} a run of {length} turns",
+                    material=template.material,
+                    config=template.config,
+                    outcome=template.outcome,
+                    status="completed",
+                    backend="simulated",
+                    created_at=now + dt.timedelta(minutes=1),
                 )
-            }
-            Turn.objects.bulk_create(
-                [
-                    Turn(
-                        run=long_run,
-                        # The first copy keeps the real keys, so the protocol finds its turns by key.
-                        key=model.key if n < len(source) else f"x{n:03d}/{model.key}",
-                        seat=long_seats[model.seat.handle],
-                        stage=model.stage,
-                        task=model.task,
-                        status=model.status,
-                        raw_text=model.raw_text,
-                        payload=model.payload,
-                        schema_version=model.schema_version,
-                        citations=model.citations,
-                        first_seq=n + 1,
-                        backend=model.backend,
-                        model=model.model,
-                        input_tokens=model.input_tokens,
-                        output_tokens=model.output_tokens,
-                        started_at=model.started_at,
-                        finished_at=model.finished_at,
+                long_seats = {
+                    s.handle: s
+                    for s in Seat.objects.bulk_create(
+                        [
+                            Seat(
+                                run=long_run,
+                                handle=s.handle,
+                                name=s.name,
+                                role=s.role,
+                                lens=s.lens,
+                                position=s.position,
+                            )
+                            for s in seats
+                        ]
                     )
-                    for n, model in ((n, source[n % len(source)]) for n in range(LONG_RUN_TURNS))
-                ],
-                batch_size=500,
-            )
-            Run.objects.filter(pk=long_run.pk).update(last_seq=LONG_RUN_TURNS + 1)
+                }
+                Turn.objects.bulk_create(
+                    [
+                        Turn(
+                            run=long_run,
+                            # The first copy keeps the real keys, so the protocol finds its turns by key.
+                            key=model.key if n < len(source) else f"x{n:03d}/{model.key}",
+                            seat=long_seats[model.seat.handle],
+                            stage=model.stage,
+                            task=model.task,
+                            status=model.status,
+                            raw_text=model.raw_text,
+                            payload=model.payload,
+                            schema_version=model.schema_version,
+                            citations=model.citations,
+                            first_seq=n + 1,
+                            backend=model.backend,
+                            model=model.model,
+                            input_tokens=model.input_tokens,
+                            output_tokens=model.output_tokens,
+                            started_at=model.started_at,
+                            finished_at=model.finished_at,
+                        )
+                        for n, model in ((n, source[n % len(source)]) for n in range(length))
+                    ],
+                    batch_size=500,
+                )
+                Run.objects.filter(pk=long_run.pk).update(last_seq=length + 1)
+                long_runs[length] = long_run.pk
     finally:
         created_at.auto_now_add = True  # type: ignore[attr-defined]
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # planner statistics, as autovacuum / a maintained database would have them
-    return {"long_run": long_run.pk, "template": template.pk}
+    return {"long_runs": long_runs, "template": template.pk}
 
 
 def bench_pages_cleanup() -> None:
@@ -405,7 +409,7 @@ def bench_pages_cleanup() -> None:
     get_user_model().objects.filter(username=BENCH_USER).delete()
 
 
-def time_pages(*, long_run: int, repeat: int) -> list[dict[str, Any]]:
+def time_pages(*, long_runs: dict[int, int], template_run: int, repeat: int) -> list[dict[str, Any]]:
     """Median server-side time (and query count) of each page through the test client, after one warm-up."""
     from django.conf import settings
     from django.contrib.auth import get_user_model
@@ -426,13 +430,17 @@ def time_pages(*, long_run: int, repeat: int) -> list[dict[str, Any]]:
         ),
         (f"archive, text search '{SEARCH_WORD}'", f"/?q={SEARCH_WORD}"),
         ("archive, htmx table of page 3", "/?page=3"),
-        (f"run page, {LONG_RUN_TURNS} turns", f"/runs/{long_run}/"),
+        *((f"run page, {length} turns", f"/runs/{pk}/") for length, pk in long_runs.items()),
     ]
+    cold_targets = {f"run page, {length} turns": TARGET_LONG_RUN_COLD_MS.get(length) for length in long_runs}
+    # A run page's templates are compiled by a short run's page first (a serving process has done that on its first
+    # run page): a long run's first request is then what its own turns cost.
+    client.get(f"/runs/{template_run}/")
     results = []
     for label, url in pages:
         headers = {"HX-Request": "true"} if "htmx" in label else {}
         started = time.perf_counter()
-        response = client.get(url, headers=headers)  # cold: templates compiled, nothing rendered before
+        response = client.get(url, headers=headers)  # cold: nothing of this page rendered before
         cold_ms = (time.perf_counter() - started) * 1000
         if response.status_code != 200:
             raise CommandError(f"bench pages: GET {url} answered {response.status_code}")
@@ -451,6 +459,7 @@ def time_pages(*, long_run: int, repeat: int) -> list[dict[str, Any]]:
                 "cold_ms": cold_ms,
                 "max_ms": max(timings),
                 "queries": len(queries),
+                "cold_target_ms": cold_targets.get(label),
             }
         )
     return results
@@ -721,18 +730,23 @@ class Command(BaseCommand):
             ids = generate_pages_data(runs=runs, turns=turns)
             generated = time.monotonic() - started
             self.stdout.write(
-                f"bench pages: {runs:,} runs and {turns:,} turns (+ 1 run of {LONG_RUN_TURNS} turns) generated in "
+                f"bench pages: {runs:,} runs and {turns:,} turns (+ 1 run of each of {', '.join(map(str, LONG_RUN_TURNS))} "
+                f"turns) generated in "
                 f"{generated:.1f}s into the {where}; median of {repeat} requests per page, server-side"
             )
-            results = time_pages(long_run=ids["long_run"], repeat=repeat)
+            results = time_pages(long_runs=ids["long_runs"], template_run=ids["template"], repeat=repeat)
             for result in results:
-                ok = result["median_ms"] <= TARGET_PAGE_MS
+                cold_target = result["cold_target_ms"]
+                result["ok"] = result["median_ms"] <= TARGET_PAGE_MS and (
+                    cold_target is None or result["cold_ms"] <= cold_target
+                )
+                cold = f" (target <= {cold_target:.0f} ms)" if cold_target is not None else ""
                 self.stdout.write(
                     f"  {result['label']}: median {result['median_ms']:.1f} ms, max {result['max_ms']:.1f} ms, "
-                    f"first (cold) {result['cold_ms']:.1f} ms, "
-                    f"{result['queries']} queries (target <= {TARGET_PAGE_MS:.0f} ms) {'PASS' if ok else 'FAIL'}"
+                    f"first (cold) {result['cold_ms']:.1f} ms{cold}, {result['queries']} queries "
+                    f"(target <= {TARGET_PAGE_MS:.0f} ms) {'PASS' if result['ok'] else 'FAIL'}"
                 )
-            passed = sum(1 for r in results if r["median_ms"] <= TARGET_PAGE_MS)
+            passed = sum(1 for r in results if r["ok"])
             self.stdout.write(f"pages within target: {passed} of {len(results)}")
 
     def _fanout(
@@ -781,6 +795,14 @@ class Command(BaseCommand):
                     result["p95_ms"] <= bench_fanout.TARGET_P95_MS
                     and result["fps_max"] <= bench_fanout.TARGET_FRAMES_PER_SECOND
                     and result["silence_max_ms"] <= bench_fanout.TARGET_SILENCE_MS
+                    and result.get("mib_per_debate", 0) <= bench_fanout.TARGET_MIB_PER_DEBATE
+                )
+                memory = (
+                    f"worker memory {result['worker_ready_mib']:.0f} MiB ready, {result['worker_peak_mib']:.0f} "
+                    f"MiB at peak, {result['mib_per_debate']:.1f} MiB per debate it ran at once (target <= "
+                    f"{bench_fanout.TARGET_MIB_PER_DEBATE:.0f}); "
+                    if "mib_per_debate" in result
+                    else ""
                 )
                 self.stdout.write(
                     f"  {layer}: frame lag p50 {result['p50_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms over "
@@ -791,7 +813,7 @@ class Command(BaseCommand):
                     f"{result['fps_median']:.1f} over {result['turns_rated']} turns "
                     f"(target <= {bench_fanout.TARGET_FRAMES_PER_SECOND:.0f}); longest silence while a turn "
                     f"streams {result['silence_max_ms']:.0f} ms (target <= {bench_fanout.TARGET_SILENCE_MS:.0f} ms); "
-                    f"{result['frames']:,} frames to "
+                    f"{memory}{result['frames']:,} frames to "
                     f"{result['viewers']} viewers in {result['wall']:.1f}s, all converged "
                     f"{'PASS' if ok else 'FAIL'}"
                 )

@@ -1,15 +1,16 @@
-"""`manage.py serve_scaled`: the scaled setup on one machine: the database migrated, then one Daphne
-process serving pages and websockets and N `worker` processes running debates, started and stopped together by
-honcho's process manager (Ctrl-C stops all; if one dies, honcho stops the others, as a Procfile runner does).
+"""`manage.py serve_scaled`: the scaled setup on one machine: the database migrated, then one Daphne process
+serving pages and websockets and N `worker` processes running debates, kept running by a supervisor
+(debates.management.supervisor): a process that exits is started again after a growing delay, with a line saying
+so, and the others carry on; Ctrl-C or SIGTERM stops them all.
 
 On several machines run the same commands under your own supervisor, all with the same environment: `manage.py
 serve --host 0.0.0.0` on the web machines (behind a load balancer; websockets need no stickiness, every process
-reaches every browser through Redis), `manage.py worker` on as many worker machines as you like."""
+reaches every browser through Redis), `manage.py worker` on as many worker machines as you like. deploy/ has
+systemd units for both (README "Running under systemd")."""
 
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+
+from debates.management.supervisor import Program, Supervisor
 
 
 class Command(BaseCommand):
@@ -28,10 +31,17 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--workers", type=int, default=2, help="worker processes (2)")
+        parser.add_argument(
+            "--stop-timeout",
+            type=float,
+            default=10.0,
+            help="Seconds a process is given to stop after SIGTERM before it is killed (10). A worker stops after "
+            "its debate; one killed mid-debate is taken over by another worker once its lease expires.",
+        )
 
-    def handle(self, *args: Any, host: str, port: int, workers: int, **options: Any) -> None:
-        from honcho.manager import Manager
-
+    def handle(
+        self, *args: Any, host: str, port: int, workers: int, stop_timeout: float, **options: Any
+    ) -> None:
         missing = [
             what
             for what, ok in [
@@ -48,18 +58,26 @@ class Command(BaseCommand):
             raise CommandError(f"serve_scaled needs {', '.join(missing)} in the environment")
         if workers < 1:
             raise CommandError("--workers must be at least 1")
+        if stop_timeout < 0:
+            raise CommandError("--stop-timeout must be 0 or more seconds")
         database_create_if_missing()
         call_command("migrate", interactive=False, verbosity=0)
         manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
-        processes = {"web": [*manage, "serve", "--host", host, "--port", str(port)]}
+        programs = [Program("web", [*manage, "serve", "--host", host, "--port", str(port)])]
         for n in range(1, workers + 1):
-            processes[f"worker.{n}"] = [*manage, "worker", "--worker-id", f"worker.{n}@{os.uname().nodename}"]
-        manager = Manager()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        for name, command in processes.items():
-            manager.add_process(name, shlex.join(command), env=env, cwd=str(settings.BASE_DIR))
-        manager.loop()
-        sys.exit(manager.returncode)
+            programs.append(
+                Program(
+                    f"worker.{n}", [*manage, "worker", "--worker-id", f"worker.{n}@{os.uname().nodename}"]
+                )
+            )
+        supervisor = Supervisor(
+            programs,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            cwd=str(settings.BASE_DIR),
+            out=sys.stdout,
+            stop_timeout=stop_timeout,
+        )
+        sys.exit(supervisor.run())
 
 
 def database_create_if_missing(settings_dict: dict[str, Any] | None = None) -> None:

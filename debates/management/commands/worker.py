@@ -25,10 +25,14 @@ from debates.engine import registry
 from debates.engine.runner import run_execute
 from debates.engine.turns import RunnerOutcome
 from debates.models import Run
+from debates.platform.db_retry import Backoff, Outage, db_error_is_transient
 from debates.services.resume import runs_to_take_over
 from debates.web.frames import INTEGRITY_TEMPLATE, RUN_TEMPLATE
 
 log = logging.getLogger("debates.worker")
+
+# The longest nap between two polls of an unreachable database.
+DATABASE_RETRY_MAX_SECONDS = 5.0
 
 
 def worker_warm_up() -> None:
@@ -53,7 +57,13 @@ def worker_warm_up() -> None:
     for choice in backend_choices():
         if not choice["disabled_reason"]:
             backend_get(choice["name"])
-    Run.objects.exists()
+    try:
+        Run.objects.exists()
+    except Exception as error:
+        if not db_error_is_transient(error):
+            raise
+        # Started during an outage: the slots wait for the database like any idle worker.
+        log.warning("worker: the database is unreachable at start (%s); waiting for it", error)
     cache.get("worker-warm-up")
     caches["fragments"].get("worker-warm-up")
     connections.close_all()  # the slots' threads open their own
@@ -129,30 +139,48 @@ class Command(BaseCommand):
                 slot.join(timeout=0.2)  # short joins: the main thread must stay free to take signals
 
     def _serve(self, worker_id: str, interval: float, stopping: threading.Event) -> None:
-        """One slot: a ready task from the queue, else a takeover, else a nap; until asked to stop."""
-        from django_tasks_db.management.commands.db_worker import Worker
-
+        """One slot: a ready task from the queue, else a takeover, else a nap; until asked to stop. A lost
+        database connection closes this thread's connections and naps a growing delay instead."""
+        backoff, outage = Backoff(cap=DATABASE_RETRY_MAX_SECONDS), Outage(f"worker {worker_id}")
         try:
             while not stopping.is_set():
-                # django-tasks-db's own worker, asked for at most one ready task, so takeovers are checked
-                # between tasks; batch mode returns at once when none is ready.
-                tasks = Worker(
-                    queue_names=["default"],
-                    interval=0,
-                    batch=True,
-                    backend_name="default",
-                    startup_delay=False,
-                    max_tasks=1,
-                    worker_id=worker_id,
-                    excluded_queue_names=[],
-                )
-                tasks.run()
-                if stopping.is_set() or tasks._run_tasks:
+                try:
+                    busy = self._serve_once(worker_id, stopping)
+                except Exception as error:
+                    if not db_error_is_transient(error):
+                        raise
+                    connections.close_all()  # this thread's: the next poll opens a fresh one
+                    delay = backoff.next_delay()
+                    outage.failed(error, delay)
+                    stopping.wait(delay)
                     continue
-                if not self._take_over_one(worker_id):
+                outage.recovered()
+                backoff.reset()
+                if not busy:
                     stopping.wait(interval)
         finally:
             connections.close_all()  # this thread's connections
+
+    def _serve_once(self, worker_id: str, stopping: threading.Event) -> bool:
+        """Run one ready task, else take over one run whose runner died; False when there was nothing to do."""
+        from django_tasks_db.management.commands.db_worker import Worker
+
+        # django-tasks-db's own worker, asked for at most one ready task, so takeovers are checked between
+        # tasks; batch mode returns at once when none is ready.
+        tasks = Worker(
+            queue_names=["default"],
+            interval=0,
+            batch=True,
+            backend_name="default",
+            startup_delay=False,
+            max_tasks=1,
+            worker_id=worker_id,
+            excluded_queue_names=[],
+        )
+        tasks.run()
+        if stopping.is_set() or tasks._run_tasks:
+            return True
+        return self._take_over_one(worker_id)
 
     def _take_over_one(self, worker_id: str) -> bool:
         """Drive one run whose runner died, if any; False when there was none to take."""

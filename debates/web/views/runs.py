@@ -6,7 +6,7 @@ import uuid
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required, permission_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotFound
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseNotFound
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -18,7 +18,7 @@ from debates.models import Run
 from debates.platform.conf import conf
 from debates.selectors import runs as selectors
 from debates.selectors.archive import VERDICT_LABELS, archive_page
-from debates.selectors.cards import run_turn_cards, transcript_rounds
+from debates.selectors.cards import run_round_turn_cards, run_transcript
 from debates.selectors.decisions import override_stats, pick_form_context, verdict_reviews
 from debates.selectors.panels import moderator_context, run_panels, run_protocol_context
 from debates.services import mutations, quotas, turns
@@ -52,7 +52,11 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 @permission_required("debates.moderate", raise_exception=True)
 def run_new(request: HttpRequest) -> HttpResponse:
-    """The new-run form; `?protocol=<name>` chooses the protocol (the home page's cards link here)."""
+    """The new-run form; `?protocol=<name>` chooses the protocol (the home page's cards link here). A resubmit of
+    a form whose run was created (same client_uuid) goes to that run: nothing is started twice."""
+    submitted = services.run_find_submitted(_client_uuid(request)) if request.method == "POST" else None
+    if submitted is not None:
+        return redirect("run-detail", run_id=submitted.pk)
     form = RunForm(request.POST or None, initial=RunForm.initial_for(request.GET))
     error = ""
     refusal = quotas.run_start_refusal(request.user) if request.method == "POST" else None
@@ -113,11 +117,30 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     context = {
         **selectors.cost_context(run),
         **selectors.run_status_context(run),
-        "rounds": transcript_rounds(run, run_turn_cards(run, kb=kb, from_cache=True)),
+        "rounds": run_transcript(run, kb=kb),
         **moderator_context(run, request.user, kb=kb),
         "extra_panels": run_panels(run, request.user, kb=kb),
     }
     return render(request, RUN_TEMPLATE, context)
+
+
+@require_GET
+@login_required
+def run_turns(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The turns a long transcript left out of the page (one group's, between two seqs), as the reader reaches
+    them: the cards that replace the `deferred` entry standing for them."""
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        round_id = request.GET["round"]
+        from_seq, to_seq = int(request.GET["from"]), int(request.GET["to"])
+    except (KeyError, ValueError):
+        return HttpResponseBadRequest(
+            "Give the part of the transcript as ?round=<group id>&from=<seq>&to=<seq> (whole numbers).",
+            content_type="text/plain",
+        )
+    kb = run_protocol_context(run)
+    cards = run_round_turn_cards(run, round_id=round_id, from_seq=from_seq, to_seq=to_seq, kb=kb)
+    return render(request, f"{RUN_TEMPLATE}#turn-list", {"cards": cards, "run": run})
 
 
 def _moderator_response(
