@@ -147,6 +147,9 @@ PACE = {
 }
 
 
+# A wall-clock bound: beside the browser tests on a slow two-core machine the scaled pass saw 1.3–1.7 s gaps
+# (the server starved of CPU, not a frame held back). `bench fanout` reports the same figure under a set load.
+@pytest.mark.wall_clock
 @pytest.mark.asyncio
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_a_page_watching_an_active_run_never_waits_a_second_for_a_frame(protocol, viewer):
