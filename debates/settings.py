@@ -283,9 +283,11 @@ USE_TZ = True
 CACHES = {
     # Shared by all processes when there is a Redis (the websocket connect limits count there).
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        # A Redis outage is a cache miss there, not an error (what is kept in it can be done without).
+        "BACKEND": "debates.platform.redis_cache.OutageTolerantRedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": CHANNEL_PREFIX,
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
     }
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
@@ -344,6 +346,14 @@ DISPUTA = {
     # How often each viewer compares its last seq with the database's: a dropped message that ended a burst is
     # replayed within two polls instead of waiting for the run's next message.
     "GAP_POLL_SECONDS": float(os.environ.get("DISPUTA_GAP_POLL_SECONDS", "2.0")),
+    # Whether the channel layer carries messages (debates.web.layer_watch): a message through it to the process's
+    # own channel this often, which must come back within the timeout. While it does not, run pages say "live
+    # updates interrupted" and read new events from the database every CATCH_UP_POLL_SECONDS.
+    "LAYER_HEARTBEAT_SECONDS": float(os.environ.get("DISPUTA_LAYER_HEARTBEAT_SECONDS", "2.0")),
+    "LAYER_HEARTBEAT_TIMEOUT_SECONDS": float(
+        os.environ.get("DISPUTA_LAYER_HEARTBEAT_TIMEOUT_SECONDS", "3.0")
+    ),
+    "CATCH_UP_POLL_SECONDS": float(os.environ.get("DISPUTA_CATCH_UP_POLL_SECONDS", "1.0")),
     # A burst of attention wake-ups (debates.engine.attention) becomes one "Needs you" recount per page.
     "NEEDS_YOU_COALESCE_SECONDS": float(os.environ.get("DISPUTA_NEEDS_YOU_COALESCE_SECONDS", "0.5")),
     # How long an event that arrived ahead of a missing seq waits for it (parallel turns may publish out of order)

@@ -96,6 +96,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.backend)
 
 
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The chaos suite's scenario table (tests/scaled/test_chaos.py, recorded as a property of its test), passed or
+    failed: the test prints it too, but a run under xdist (the scaled pass) or without -s shows only this."""
+    for report in [*terminalreporter.stats.get("passed", []), *terminalreporter.stats.get("failed", [])]:
+        shown = config.getoption("capture") == "no" and getattr(report, "node", None) is None
+        for name, value in getattr(report, "user_properties", []):
+            if name == "chaos_table" and not shown:
+                terminalreporter.write_sep("=", "chaos suite")
+                terminalreporter.write_line(str(value))
+
+
 def _postgres_flush_by_delete() -> None:
     """Tests only: empty the tables after a transactional test with DELETE instead of PostgreSQL's TRUNCATE, which
     makes new files for every table and cost about 0.3 s per test (the whole scaled pass: minutes). The test

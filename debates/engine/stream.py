@@ -38,6 +38,7 @@ class EventOutbox:
         self.run_id = run_id
         self._queue: asyncio.Queue[int | None] = asyncio.Queue()
         self._closing = asyncio.Event()
+        self._failing = FailureLog(run_id, "publishing events")
 
     def put(self, seqs: list[int]) -> None:
         for seq in seqs:
@@ -66,7 +67,33 @@ class EventOutbox:
             try:
                 await aevent_publish(run_id=self.run_id, seqs=seqs)
             except Exception:  # best effort: viewers replay what they miss from the database
-                log.exception("run %s: publishing events %s failed", self.run_id, seqs)
+                self._failing.failed(f"events {seqs}")
+            else:
+                self._failing.worked()
+
+
+class FailureLog:
+    """A best-effort send that fails is logged once with its cause, then once when it works again: a channel-layer
+    outage would otherwise write a traceback per flush (several a second) per debate."""
+
+    def __init__(self, run_id: int, what: str) -> None:
+        self.run_id, self.what, self.failures = run_id, what, 0
+
+    def failed(self, detail: str = "") -> None:
+        self.failures += 1
+        if self.failures == 1:
+            log.warning(
+                "run %s: %s failed %s(best effort, carrying on)",
+                self.run_id,
+                self.what,
+                detail and f"({detail}) ",
+                exc_info=True,
+            )
+
+    def worked(self) -> None:
+        if self.failures:
+            log.warning("run %s: %s works again after %d failures", self.run_id, self.what, self.failures)
+            self.failures = 0
 
 
 class LiveFrames:
@@ -78,6 +105,7 @@ class LiveFrames:
         self._parts: dict[int, dict[str, Any]] = {}  # first_seq -> the turn's latest live frame, unsent
         self._sender: asyncio.Task[None] | None = None
         self._first_text = asyncio.Event()  # a turn's first text: sent without waiting out the interval
+        self._failing = FailureLog(run_id, "sending live frames")
 
     def offer(self, layer: Any, part: dict[str, Any], *, first_text: bool = False) -> None:
         self._parts[part["first_seq"]] = part
@@ -101,7 +129,9 @@ class LiveFrames:
             try:
                 await layer.group_send(run_group(self.run_id), {"type": "turn.delta", "parts": parts})
             except Exception:  # best effort: the next frame, or the commit's event, brings the text
-                log.exception("run %s: sending live frames failed", self.run_id)
+                self._failing.failed()
+            else:
+                self._failing.worked()
             self._first_text.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._first_text.wait(), conf("FLUSH_SECONDS"))

@@ -1,10 +1,13 @@
 """The run page's WebSocket: one-way, server -> browser. On connect: join the group, then send a snapshot at
 seq S; afterwards relay events in seq order, replaying any gap from the database (the layer may drop messages).
-Human actions are CSRF-protected POSTs, never WebSocket messages."""
+While the channel layer carries nothing (debates.web.layer_watch: Redis down, say) the page is told "live updates
+interrupted — catching up" and reads new events from the database instead; when the layer is back the consumer
+joins its group again and says so. Human actions are CSRF-protected POSTs, never WebSocket messages."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +25,9 @@ from debates.selectors import runs as selectors
 from debates.selectors.inbox import needs_you_count
 from debates.services import quotas
 from debates.web import frames
+from debates.web.layer_watch import keep_running, layer_watch
+
+logger = logging.getLogger(__name__)
 
 # Timings: the DISPUTA settings GAP_POLL_SECONDS, REORDER_WAIT_SECONDS and COMMITTED_FRESH_SECONDS.
 CLOSE_UNAUTHENTICATED = 4401
@@ -51,6 +57,9 @@ def _page_seq(scope: Mapping[str, Any]) -> int | None:
 class RunConsumer(AsyncWebsocketConsumer):
     run_id: int
     sent_seq: int = 0
+    joined = False  # a member of the run's group (false after a failed join, or while the layer is down)
+    live = True  # what the page was last told: events arrive through the layer (else from the database)
+    panels_stale = False  # the last panels could not be rendered (database outage): the next poll sends them
 
     async def connect(self) -> None:
         user = await _admitted_user(self)
@@ -66,15 +75,27 @@ class RunConsumer(AsyncWebsocketConsumer):
         self.pending: dict[int, dict[str, Any]] = {}  # events that arrived ahead of a missing seq
         self.gap_wait: asyncio.Task[None] | None = None
         self.group = run_group(self.run_id)
+        self.watch = layer_watch()
         # Join before reading the snapshot: anything committed after it arrives as a message with seq > S.
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.joined = await self._join()
         await self.accept()
         async with self.lock:
             html, self.sent_seq = await database_sync_to_async(frames.snapshot_frame)(
                 self.run_id, user, page_seq=_page_seq(self.scope)
             )
-            await self.send(text_data=html)
-        self.poller = asyncio.create_task(self._poll_for_gaps())
+            # Always said: a page reconnecting after an outage may still show the notice of its last socket.
+            self.live = self.joined and self.watch.up
+            await self.send(text_data=html + frames.live_state_frame(self.live))
+        self.poller = asyncio.create_task(keep_running(f"run {self.run_id}'s gap poll", self._poll_for_gaps))
+
+    async def _join(self) -> bool:
+        try:
+            await self.channel_layer.group_add(self.group, self.channel_name)
+            return True
+        except Exception as error:
+            # The layer's connection errors (Redis down): the database poll carries the page meanwhile.
+            logger.warning("run %s: joining its group failed: %r", self.run_id, error)
+            return False
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         if message["type"] in {"run.event", "turn.delta"}:
@@ -91,7 +112,10 @@ class RunConsumer(AsyncWebsocketConsumer):
             if task is not None:
                 task.cancel()
         if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+            try:
+                await self.channel_layer.group_discard(self.group, self.channel_name)
+            except Exception as error:  # a layer that is down has forgotten the member anyway
+                logger.info("run %s: leaving its group failed: %r", self.run_id, error)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # Read-only socket: actions go through POST (CSRF, permission checks). Ignore anything sent here.
@@ -120,14 +144,25 @@ class RunConsumer(AsyncWebsocketConsumer):
             if event.get("panels"):
                 panels, viewer_panels = True, event.get("viewer_panels")
         self.pending = {seq: e for seq, e in self.pending.items() if seq > self.sent_seq}
-        if panels:
+        if panels or self.panels_stale:
             if viewer_panels is None or self.moderator:
-                viewer_panels = await database_sync_to_async(frames.panels_frame)(
-                    self.run_id, self.scope["user"]
-                )
-            html.append(viewer_panels)
+                viewer_panels = await self._panels()
+            if viewer_panels:
+                html.append(viewer_panels)
         if html:
             await self.send(text_data="".join(html))
+
+    async def _panels(self) -> str:
+        """This viewer's panels, or "" if the database cannot be reached: the events' frames still go out, and
+        the panels follow once it can (the gap poll calls _send_in_order)."""
+        try:
+            html = await database_sync_to_async(frames.panels_frame)(self.run_id, self.scope["user"])
+        except Exception as error:
+            logger.warning("run %s: rendering a viewer's panels failed: %r", self.run_id, error)
+            self.panels_stale = True
+            return ""
+        self.panels_stale = False
+        return html
 
     async def _replay_unless_filled(self) -> None:
         await asyncio.sleep(conf("REORDER_WAIT_SECONDS"))
@@ -146,25 +181,55 @@ class RunConsumer(AsyncWebsocketConsumer):
 
     async def _replay(self) -> None:
         html, last = await database_sync_to_async(frames.replay_frames)(
-            self.run_id, self.sent_seq, self.scope["user"]
+            self.run_id, self.sent_seq, self.scope["user"], layer_down=not self.live
         )
         if last > self.sent_seq:
             await self.send(text_data=html)
             self.sent_seq = last
 
     async def _poll_for_gaps(self) -> None:
-        # Only an event the database already held at the previous poll, and that has not arrived since, counts as
-        # lost: one still on its way through a busy layer or a busy process is not replayed (a replay for every
-        # viewer of a run at once is what would make a busy process busier still).
+        # While the layer works, only an event the database already held at the previous poll, and that has not
+        # arrived since, counts as lost: one still on its way through a busy layer or a busy process is not
+        # replayed (a replay for every viewer of a run at once is what would make a busy process busier still).
+        # While it does not, nothing is on its way: whatever is committed is replayed at once.
         committed_before = 0
         while True:
-            await asyncio.sleep(conf("GAP_POLL_SECONDS"))
-            if committed_before > self.sent_seq:
+            await self._sleep_unless_layer_changes(
+                conf("GAP_POLL_SECONDS") if self.live else conf("CATCH_UP_POLL_SECONDS")
+            )
+            await self._follow_layer()
+            if not self.live:
+                committed_before = await _committed_seq(self.run_id)
+            if committed_before > self.sent_seq or self.panels_stale:
                 async with self.lock:
                     if committed_before > self.sent_seq:
                         await self._replay()
-                        await self._send_in_order()
+                    await self._send_in_order()
             committed_before = await _committed_seq(self.run_id)
+
+    async def _sleep_unless_layer_changes(self, seconds: float) -> None:
+        try:
+            async with asyncio.timeout(seconds):
+                await self.watch.changed().wait()
+        except TimeoutError:
+            pass
+
+    async def _follow_layer(self) -> None:
+        """Tell the page when the layer stops or starts carrying its events. Back up, the consumer joins its
+        group again (a restarted Redis forgot it) and replays what was published while the layer was down."""
+        if not self.watch.up:
+            self.joined = False
+        elif not self.joined:
+            self.joined = await self._join()
+        live = self.watch.up and self.joined
+        if live == self.live:
+            return
+        async with self.lock:
+            if live:  # before self.live changes: what was committed meanwhile is rendered, not waited for
+                await self._replay()
+                await self._send_in_order()
+            self.live = live
+            await self.send(text_data=frames.live_state_frame(live))
 
 
 # The last seq committed per run, as read lately by any consumer of this process: a run's viewers poll together,
@@ -198,7 +263,8 @@ async def _committed_seq_read(run_id: int) -> int:
 
 class NeedsYouConsumer(AsyncWebsocketConsumer):
     """Every page's "Needs you" count: the count on connect, then a recount after each attention wake-up
-    (debates.engine.attention), coalesced so a burst of events costs one count. Sent only when it changes."""
+    (debates.engine.attention), coalesced so a burst of events costs one count. Sent only when it changes. After
+    a channel-layer outage (wake-ups lost, the group perhaps forgotten) it joins again and recounts."""
 
     count: int | None = None
 
@@ -208,14 +274,35 @@ class NeedsYouConsumer(AsyncWebsocketConsumer):
             return
         self.user = user
         self.recount: asyncio.Task[None] | None = None
-        await self.channel_layer.group_add(ATTENTION_GROUP, self.channel_name)
+        self.watch = layer_watch()
+        await self._join()
         await self.accept()
         await self._send_count()
+        self.rejoiner = asyncio.create_task(
+            keep_running("a needs-you count's rejoin", self._rejoin_after_outages)
+        )
+
+    async def _join(self) -> None:
+        try:
+            await self.channel_layer.group_add(ATTENTION_GROUP, self.channel_name)
+        except Exception as error:  # the layer is down: joined again once it is back
+            logger.warning("needs-you count: joining its group failed: %r", error)
+
+    async def _rejoin_after_outages(self) -> None:
+        while True:
+            await self.watch.changed().wait()
+            if self.watch.up:
+                await self._join()
+                await self._send_count()
 
     async def disconnect(self, code: int) -> None:
-        if getattr(self, "recount", None) is not None:
-            self.recount.cancel()  # type: ignore[union-attr]
-        await self.channel_layer.group_discard(ATTENTION_GROUP, self.channel_name)
+        for task in (getattr(self, "recount", None), getattr(self, "rejoiner", None)):
+            if task is not None:
+                task.cancel()
+        try:
+            await self.channel_layer.group_discard(ATTENTION_GROUP, self.channel_name)
+        except Exception as error:
+            logger.info("needs-you count: leaving its group failed: %r", error)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         return  # read-only

@@ -7,6 +7,7 @@ with the moderator panel for each viewer."""
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 from typing import Any
 
@@ -186,6 +187,13 @@ def _integrity_placeholder(run: Run) -> str:
     return _integrity_placeholders[0]
 
 
+@functools.cache
+def live_state_frame(live: bool) -> str:
+    """The page's connection badge and notice: "live", or "live updates interrupted — catching up" while the
+    channel layer carries nothing and the page's events come from the database (debates.web.layer_watch)."""
+    return _partial("live-state", {"interrupted": not live, "oob": True})
+
+
 def snapshot_frame(run_id: int, user: Any, *, page_seq: int | None = None) -> tuple[str, int]:
     """Everything live on the run page as of seq S; events after S follow. Turns first shown after S are left
     out (their events append them), so nothing is missing and nothing doubled whatever the isolation level.
@@ -253,13 +261,14 @@ def _panels_frame(run: Run, user: Any, kb: dict[str, Any] | None) -> str:
 # (viewers' panels, the status) is kept in the process ("fragments").
 
 
-def replay_frames(run_id: int, after_seq: int, user: Any) -> tuple[str, int]:
+def replay_frames(run_id: int, after_seq: int, user: Any, *, layer_down: bool = False) -> tuple[str, int]:
     """Frames of the events after `after_seq`, for a viewer who missed a message: each event's frame as it was
     published (kept by event_frames_keep, before its message was sent), then the status once caught up. A
     dropped message is usually dropped for every viewer of the run, who then replay the same events: they share
     the kept frames instead of each rendering them. An event not kept has not been published yet (its message is
     on its way: the replay stops before it) unless it is older than UNPUBLISHED_GRACE_SECONDS (its publisher died,
-    or the frame expired), when it is rendered from the database."""
+    or the frame expired), when it is rendered from the database. While the channel layer is down (`layer_down`)
+    no message is on its way: every event not kept is rendered at once."""
     events = list(
         RunEvent.objects.filter(run_id=run_id, seq__gt=after_seq)
         .order_by("seq")
@@ -267,7 +276,7 @@ def replay_frames(run_id: int, after_seq: int, user: Any) -> tuple[str, int]:
     )
     keys = [_event_frame_key(run_id, seq, created_at) for _, seq, created_at in events]
     kept = cache.get_many(keys) if keys else {}
-    published_by = timezone.now() - timedelta(seconds=conf("UNPUBLISHED_GRACE_SECONDS"))
+    published_by = timezone.now() - timedelta(seconds=0 if layer_down else conf("UNPUBLISHED_GRACE_SECONDS"))
     parts, panels, last_key, last_seq = [], False, "", after_seq
     for (pk, seq, created_at), key in zip(events, keys, strict=True):
         frame = kept.get(key)

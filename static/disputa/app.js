@@ -83,6 +83,17 @@
   }
   document.addEventListener("DOMContentLoaded", announceStatusChange);
   document.addEventListener("htmx:wsAfterMessage", announceStatusChange);
+  // And once when live updates stop coming through (the server's channel layer is down) and once when they are back:
+  // the notice itself is swapped by frames, like the status card.
+  var announcedInterrupted = false;
+  function announceLiveState() {
+    var notice = document.getElementById("live-notice");
+    var region = document.getElementById("run-announcer");
+    if (!notice || !region || notice.hidden !== announcedInterrupted) return;
+    announcedInterrupted = !notice.hidden;
+    region.textContent = announcedInterrupted ? "Live updates interrupted, catching up." : "Live updates are back.";
+  }
+  document.addEventListener("htmx:wsAfterMessage", announceLiveState);
   // The new-run form offers only the chosen backend's models (app.css shows the chosen protocol's and backend's
   // fields; a list cannot hide its options with CSS alone): other backends' groups are hidden, and a model of
   // another backend gives way to the chosen backend's first.

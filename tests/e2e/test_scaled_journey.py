@@ -23,6 +23,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from tests.e2e.conftest import PASSWORD, login
 from tests.e2e.test_run_journeys import HANDLES, RUN, SEE, TURN, start_run, turns
 from tests.engine.crash_helpers import Proc, free_port, kill_all, lease_owner_pid, wait_for
+from tests.scaled.throwaway_redis import ThrowawayRedis
 
 pytestmark = pytest.mark.e2e
 
@@ -38,7 +39,7 @@ def port_open(host: str, port: int) -> bool:
 
 
 class Scaled:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, redis_url: str = REDIS_URL) -> None:
         self.name = f"disputa_e2e_scaled_{os.getpid()}"
         self.url = f"{PG}/{self.name}"
         self.port = free_port()
@@ -48,7 +49,7 @@ class Scaled:
             **{k: v for k, v in os.environ.items() if not k.startswith(("DISPUTA_", "DJANGO_", "PYTEST"))},
             "DJANGO_SETTINGS_MODULE": "debates.settings",
             "DATABASE_URL": self.url,
-            "REDIS_URL": REDIS_URL,
+            "REDIS_URL": redis_url,
             "DISPUTA_TASKS_BACKEND": "database",
             "DISPUTA_LEASE_SECONDS": str(LEASE_SECONDS),
             "DJANGO_ALLOWED_HOSTS": "localhost,127.0.0.1",
@@ -73,6 +74,22 @@ class Scaled:
 
 @pytest.fixture
 def scaled(tmp_path: Path) -> Iterator[Scaled]:
+    yield from scaled_setup(tmp_path)
+
+
+@pytest.fixture
+def scaled_own_redis(tmp_path: Path) -> Iterator[tuple[Scaled, ThrowawayRedis]]:
+    """The same, on a Redis of the test's own, which it may stop and start again."""
+    redis = ThrowawayRedis()
+    try:
+        redis.start()
+        for setup in scaled_setup(tmp_path, redis.url()):
+            yield setup, redis
+    finally:
+        redis.destroy()
+
+
+def scaled_setup(tmp_path: Path, redis_url: str = REDIS_URL) -> Iterator[Scaled]:
     host, port = re.sub(r"^\w+://(?:[^@]*@)?", "", PG).split(":")
     missing = [
         what
@@ -84,7 +101,7 @@ def scaled(tmp_path: Path) -> Iterator[Scaled]:
         if os.environ.get("CI"):
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
-    setup = Scaled(tmp_path)
+    setup = Scaled(tmp_path, redis_url)
     setup.admin(f'DROP DATABASE IF EXISTS "{setup.name}"')
     setup.admin(f'CREATE DATABASE "{setup.name}"')
     try:
@@ -160,3 +177,46 @@ def lease_pid(scaled: Scaled, run_id: int) -> int | None:
         run_id,
     )
     return lease_owner_pid(rows[0][0]) if rows else None
+
+
+def test_a_viewer_rides_out_a_redis_outage_without_a_reload(
+    page: Page, new_context: Callable[..., BrowserContext], scaled_own_redis: tuple[Scaled, ThrowawayRedis]
+) -> None:
+    """Redis (the channel layer between the worker and Daphne) is down for 5 s while turns stream: the viewer's
+    page says live updates are interrupted and keeps showing turns as they commit, read from the database; once
+    Redis is back it says "live" again, and the run ends on both pages with every turn once, without a reload."""
+    scaled, redis = scaled_own_redis
+    login(page, scaled.base_url, "moderator")
+    run_id = start_run(page, scaled.base_url, cps=300)
+    viewer = new_context().new_page()
+    login(viewer, scaled.base_url, "viewer")
+    viewer.goto(f"{scaled.base_url}/runs/{run_id}/")
+    expect(viewer.locator("#connection")).to_have_text("live", timeout=SEE)
+    expect(viewer.locator("#live-notice")).to_be_hidden()
+    viewer.evaluate("window.sameDocument = true")  # gone if the page reloads
+    expect(viewer.locator("#transcript article[data-status=streaming]").first).to_be_visible(timeout=TURN)
+
+    redis.stop()
+    stopped_at = time.monotonic()
+    for browser in (page, viewer):
+        expect(browser.locator("#live-notice")).to_be_visible(timeout=SEE)
+        expect(browser.locator("#live-notice")).to_contain_text("Live updates interrupted")
+        expect(browser.locator("#connection")).to_have_text("catching up…")
+    # Turns still arrive while Redis is down, read from the database.
+    committed_before = viewer.locator("#transcript article[data-status=committed]").count()
+    expect(viewer.locator("#transcript article[data-status=committed]")).not_to_have_count(
+        committed_before, timeout=TURN
+    )
+    time.sleep(max(0.0, 5 - (time.monotonic() - stopped_at)))
+    redis.start()
+
+    for browser in (page, viewer):
+        expect(browser.locator("#live-notice")).to_be_hidden(timeout=SEE)
+        expect(browser.locator("#connection")).to_have_text("live")
+        expect(browser.locator("#run-status")).to_have_attribute("data-status", "completed", timeout=RUN)
+    keys = {key for (key,) in scaled.sql("SELECT key FROM debates_turn WHERE run_id = %s", run_id)}
+    assert len(keys) == 8
+    for browser in (page, viewer):
+        expect(turns(browser)).to_have_count(len(keys))
+        expect(browser.locator("#transcript article[data-status=committed]")).to_have_count(len(keys))
+    assert viewer.evaluate("window.sameDocument") is True

@@ -181,42 +181,135 @@ def interrupted_attempts(run: Run) -> int:
     return RunEvent.objects.filter(run=run, kind="turn_restarted", payload__reason=INTERRUPTED).count()
 
 
-def assert_run_finished_exactly_once(run: Run, reference: dict[str, Any]) -> None:
-    """G1 + G2 for a run that survived kills: every expected turn committed exactly once, with the same content
-    an uninterrupted run produces, and an event log without gaps or doubles."""
+@dataclass
+class TurnRecord:
+    status: str
+    attempt: int
+    raw_text: str
+    finished: bool
+    payload: Any
+    error: str
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass
+class RunRecord:
+    """A run as the guarantees are checked on it, read from any database (the ORM here, psycopg elsewhere)."""
+
+    label: str
+    status: str
+    status_reason: str
+    outcome: Any
+    last_seq: int
+    input_tokens: int
+    output_tokens: int
+    turns: dict[str, TurnRecord]
+    events: list[tuple[int, str, dict[str, Any]]]  # (seq, kind, payload) in seq order
+
+    @property
+    def payloads(self) -> dict[str, Any]:
+        return {key: turn.payload for key, turn in self.turns.items()}
+
+    def counts(self, kind: str) -> Counter[str]:
+        """How many events of `kind` each turn key has."""
+        return Counter(payload["key"] for _, k, payload in self.events if k == kind and "key" in payload)
+
+    def restarts_of_its_own(self) -> Counter[tuple[str, str]]:
+        """(key, reason) of the restarts the debate makes itself (a reply asked to be reconsidered), not those of
+        an interrupted attempt."""
+        return Counter(
+            (payload["key"], str(payload.get("reason", "")))
+            for _, kind, payload in self.events
+            if kind == "turn_restarted" and payload.get("reason") != INTERRUPTED
+        )
+
+
+def run_record(run: Run) -> RunRecord:
     run.refresh_from_db()
-    label = f"run {run.pk} ({run.backend_options.get('tag')})"
-    errors = dict(Turn.objects.filter(run=run).exclude(error="").values_list("key", "error"))
-    assert run.status == "completed", f"{label}: {run.status} {run.status_reason}; turn errors {errors}"
-    assert run.outcome and run.outcome["mode"] == "full", f"{label}: outcome {run.outcome!r}"
-
-    turns = {t.key: t for t in Turn.objects.filter(run=run)}
-    assert set(turns) == EXPECTED_KEYS, label
-    assert {t.status for t in turns.values()} == {"committed"}, label
-
-    events = list(RunEvent.objects.filter(run=run).order_by("seq"))
-    assert [e.seq for e in events] == list(range(1, run.last_seq + 1)), f"{label}: seqs are not 1..last_seq"
-    by_kind: dict[str, Counter[str]] = {}
-    for event in events:
-        if "key" in event.payload:
-            by_kind.setdefault(event.kind, Counter())[event.payload["key"]] += 1
-    assert by_kind["turn_committed"] == dict.fromkeys(EXPECTED_KEYS, 1), (
-        f"{label}: commits {by_kind['turn_committed']}"
+    return RunRecord(
+        label=f"run {run.pk} ({run.backend_options.get('tag') or run.protocol})",
+        status=run.status,
+        status_reason=run.status_reason,
+        outcome=run.outcome,
+        last_seq=run.last_seq,
+        input_tokens=run.input_tokens,
+        output_tokens=run.output_tokens,
+        turns={
+            t.key: TurnRecord(
+                status=t.status,
+                attempt=t.attempt,
+                raw_text=t.raw_text,
+                finished=t.finished_at is not None,
+                payload=t.payload,
+                error=t.error,
+                input_tokens=t.input_tokens,
+                output_tokens=t.output_tokens,
+            )
+            for t in Turn.objects.filter(run=run)
+        },
+        events=list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", "kind", "payload")),
     )
-    assert by_kind["turn_started"] == dict.fromkeys(EXPECTED_KEYS, 1), (
-        f"{label}: starts {by_kind['turn_started']}"
-    )
-    assert "turn_failed" not in by_kind, label
-    restarts = by_kind.get("turn_restarted", Counter())
+
+
+def exactly_once_problems(record: RunRecord, reference: RunRecord | dict[str, Any]) -> list[str]:
+    """G1 + G2 for a run that lived through kills or outages, against an uninterrupted run of the same debate
+    (same protocol, config and seed), or only its turns' payloads: every turn of that run committed exactly once,
+    with the same content, and an event log without gaps or doubles. What is wrong, in words (empty: nothing)."""
+    payloads = reference.payloads if isinstance(reference, RunRecord) else reference
+    problems: list[str] = []
+    turns = record.turns
+    if record.status != "completed":
+        errors = {key: t.error for key, t in turns.items() if t.error}
+        problems.append(f"{record.status} {record.status_reason}; turn errors {errors}")
+    if isinstance(reference, RunRecord) and record.outcome != reference.outcome:
+        problems.append("its outcome differs from the uninterrupted run's")
+    if set(turns) != set(payloads):
+        problems.append(
+            f"turns missing {sorted(set(payloads) - set(turns))}, extra {sorted(set(turns) - set(payloads))}"
+        )
+    if not_committed := sorted(key for key, t in turns.items() if t.status != "committed"):
+        problems.append(f"turns not committed: {not_committed}")
+    seqs = [seq for seq, _, _ in record.events]
+    if seqs != list(range(1, record.last_seq + 1)):
+        problems.append(f"event seqs are not 1..{record.last_seq}")
+    once = dict.fromkeys(payloads, 1)
+    if (commits := record.counts("turn_committed")) != once:
+        problems.append(f"commits {dict(commits)}")
+    if (starts := record.counts("turn_started")) != once:
+        problems.append(f"starts {dict(starts)}")
+    failures = record.counts("turn_failed")
+    expected_failures = reference.counts("turn_failed") if isinstance(reference, RunRecord) else Counter()
+    if failures != expected_failures:
+        problems.append(f"failed attempts {dict(failures)}")
+    if isinstance(reference, RunRecord) and record.restarts_of_its_own() != reference.restarts_of_its_own():
+        problems.append("its turns were asked to reconsider other replies than the uninterrupted run's")
+    restarts = record.counts("turn_restarted")
     for key, turn in turns.items():
         # Every new attempt is recorded by exactly one turn_restarted event, in the same transaction.
-        assert turn.attempt == 1 + restarts[key], (
-            f"{label}: {key} attempt {turn.attempt}, restarts {restarts[key]}"
-        )
-        assert turn.raw_text and turn.finished_at is not None, f"{label}: {key}"
-
+        if turn.attempt != 1 + restarts[key]:
+            problems.append(f"{key} attempt {turn.attempt}, restarts {restarts[key]}")
+        if not turn.raw_text or not turn.finished:
+            problems.append(f"{key} has no text or no finish time")
     # The content is what an uninterrupted run produces: no half-attempt text, nothing mixed up.
-    assert turn_payloads(run) == reference, f"{label}: payloads differ from the uninterrupted reference run"
+    if record.payloads != payloads:
+        differ = sorted(key for key in payloads if record.payloads.get(key) != payloads[key])
+        problems.append(f"payloads differ from the uninterrupted run's: {differ}")
     # Usage is counted once per turn (a repeated commit would count it twice).
-    assert run.input_tokens == sum(t.input_tokens for t in turns.values()), label
-    assert run.output_tokens == sum(t.output_tokens for t in turns.values()), label
+    if record.input_tokens != sum(t.input_tokens for t in turns.values()):
+        problems.append("input tokens counted more than once")
+    if record.output_tokens != sum(t.output_tokens for t in turns.values()):
+        problems.append("output tokens counted more than once")
+    return problems
+
+
+def assert_run_finished_exactly_once(run: Run, reference: dict[str, Any]) -> None:
+    """G1 + G2 for a cross-examination that survived kills: every expected turn committed exactly once, with the
+    same content an uninterrupted run produces, and an event log without gaps or doubles."""
+    record = run_record(run)
+    assert set(reference) == EXPECTED_KEYS, f"the reference run has turns {sorted(reference)}"
+    assert record.outcome and record.outcome.get("mode") == "full" or record.status != "completed", (
+        f"{record.label}: outcome {record.outcome!r}"
+    )
+    problems = exactly_once_problems(record, reference)
+    assert not problems, f"{record.label}: " + "; ".join(problems)

@@ -18,11 +18,12 @@ from django.conf import settings as django_settings
 from django.test import Client
 
 from debates.asgi import application
+from debates.engine.publish import run_group
 from debates.engine.runner import run_execute
 from debates.models import HumanAction, Run, RunEvent, Turn
 from debates.platform.channel_layers import InMemoryChannelLayer
 from debates.web.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
-from tests.conftest import EXPECTED_KEYS
+from tests.conftest import EXPECTED_KEYS, run_to_stop
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -443,3 +444,156 @@ async def test_whatever_a_client_sends_on_the_socket_is_ignored(make_run, viewer
         finally:
             await comm.disconnect()
     assert await sync_to_async(run_state)(run.pk) == before
+
+
+# --- the channel layer goes down and comes back ------------------------------------------------------------------
+
+
+class BreakableChannelLayer(InMemoryChannelLayer):
+    """While `down`, as a Redis that is stopped: every send, group send and group join raises, and nothing
+    arrives. Group membership is forgotten when it goes down (a restarted Redis keeps no groups)."""
+
+    down = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    def break_(self) -> None:
+        self.down = True
+        self.groups.clear()
+
+    async def send(self, channel: str, message: dict[str, Any]) -> None:
+        self._check()
+        await super().send(channel, message)
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self._check()
+        await super().group_send(group, message)
+
+    async def group_add(self, group: str, channel: str) -> None:
+        self._check()
+        await super().group_add(group, channel)
+
+
+INTERRUPTED = re.compile(r'<p id="live-notice" class="notice degraded" hx-swap-oob="true">')
+RESUMED = re.compile(r'<p id="live-notice" class="notice degraded" hx-swap-oob="true" hidden>')
+LIVE_BADGE = '<span id="connection" class="badge conn" data-state="live" hx-swap-oob="true">live</span>'
+
+
+@pytest.fixture
+def breakable_layer(settings: Any) -> BreakableChannelLayer:
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": f"{__name__}.BreakableChannelLayer"}}
+    settings.DISPUTA = {
+        **settings.DISPUTA,
+        "LAYER_HEARTBEAT_SECONDS": 0.1,
+        "LAYER_HEARTBEAT_TIMEOUT_SECONDS": 0.2,
+        "CATCH_UP_POLL_SECONDS": 0.2,
+    }
+    layer = get_channel_layer()
+    assert isinstance(layer, BreakableChannelLayer)
+    return layer
+
+
+async def frames_until(
+    comm: WebsocketCommunicator, pattern: re.Pattern[str], *, within: float = 10
+) -> list[str]:
+    frames: list[str] = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not (frames and pattern.search(frames[-1])):
+        remaining = deadline - loop.time()
+        assert remaining > 0, f"no frame matched {pattern.pattern!r} within {within} s: {len(frames)} frames"
+        frames.append(await comm.receive_from(timeout=remaining))
+    return frames
+
+
+async def test_the_snapshot_says_the_page_is_live(make_run, moderator, breakable_layer):
+    run = await sync_to_async(make_run)()
+    comm, snapshot = await connected_socket(run.pk, moderator)
+    await comm.disconnect()
+    assert LIVE_BADGE in snapshot and RESUMED.search(snapshot)
+
+
+async def test_while_the_layer_is_down_the_page_says_so_and_catches_up_from_the_database(
+    make_run, moderator, breakable_layer
+):
+    """A debate runs while the layer is down: the page is told "live updates interrupted" and still shows every
+    turn as it commits, read from the database; once the layer is back it says so, and the events after that
+    arrive through the layer again."""
+    run = await sync_to_async(make_run)(backend_options=STREAMING)
+    comm, _ = await connected_socket(run.pk, moderator)
+    try:
+        breakable_layer.break_()
+        down = await frames_until(comm, INTERRUPTED, within=5)
+        assert 'data-state="interrupted"' in down[-1] and "catching up" in down[-1]
+        assert await run_execute(run.pk) == "done"  # its publishing failed throughout, and did not stop it
+        during = await frames_until_status(comm, "completed")
+        breakable_layer.down = False
+        back = await frames_until(comm, RESUMED, within=5)
+        assert LIVE_BADGE in back[-1]
+        # The consumer joined its group again (the outage made the layer forget it): group messages reach it.
+        await breakable_layer.group_send(
+            run_group(run.pk),
+            {"type": "turn.delta", "parts": [{"first_seq": 1, "html": "<p>through the layer</p>"}]},
+        )
+        after = await frames_until(comm, re.compile("through the layer"), within=5)
+    finally:
+        await comm.disconnect()
+    assert committed_keys(during) == EXPECTED_KEYS
+    assert appended_keys(during) == await sync_to_async(turn_keys_in_order)(run.pk)
+    last_seq = (await Run.objects.aget(pk=run.pk)).last_seq
+    assert last_status(during) == ("completed", str(last_seq))
+    assert after
+
+
+async def test_a_page_that_connects_while_the_layer_is_down_is_told_and_still_converges(
+    make_run, moderator, breakable_layer
+):
+    run = await sync_to_async(make_run)(backend_options=STREAMING)
+    breakable_layer.break_()
+    comm, snapshot = await connected_socket(
+        run.pk, moderator
+    )  # joining its group failed: accepted all the same
+    try:
+        assert INTERRUPTED.search(snapshot)
+        assert await run_execute(run.pk) == "done"
+        frames = await frames_until_status(comm, "completed")
+        breakable_layer.down = False
+        await frames_until(comm, RESUMED, within=5)
+    finally:
+        await comm.disconnect()
+    assert committed_keys(frames) == EXPECTED_KEYS
+    assert last_status(frames) == ("completed", str((await Run.objects.aget(pk=run.pk)).last_seq))
+
+
+async def test_the_needs_you_count_joins_again_and_recounts_after_an_outage(
+    make_run, moderator, breakable_layer
+):
+    """A wake-up sent while the layer is down is lost, and the restarted layer has forgotten the count's group:
+    once it is back the count is taken again, and later wake-ups reach the page."""
+    from debates.engine.attention import ATTENTION_GROUP
+
+    breakable_layer.break_()
+    comm = WebsocketCommunicator(
+        application,
+        "/ws/needs-you/",
+        headers=[
+            (b"host", LOCAL_HOST),
+            (b"origin", LOCAL_ORIGIN),
+            (b"cookie", await session_cookie(moderator)),
+        ],
+    )
+    connected, _ = await comm.connect(timeout=10)  # joining failed: accepted all the same
+    assert connected
+    try:
+        assert 'data-count="0"' in await comm.receive_from(timeout=5)
+        run = await sync_to_async(make_run)(config={"examiner": "human"})
+        await sync_to_async(run_to_stop)(run)  # now a run waits for the moderator; its wake-up is lost
+        breakable_layer.down = False
+        assert 'data-count="1"' in await comm.receive_from(timeout=5)  # recounted when back
+        await sync_to_async(Run.objects.filter(pk=run.pk).update)(status="cancelled")
+        await breakable_layer.group_send(ATTENTION_GROUP, {"type": "attention.changed"})
+        assert 'data-count="0"' in await comm.receive_from(timeout=5)  # rejoined: wake-ups arrive
+    finally:
+        await comm.disconnect()
