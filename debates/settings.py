@@ -134,6 +134,8 @@ def database_from_env() -> dict[str, object]:
     if url:
         parsed = urlparse(url)
         if parsed.scheme in {"postgres", "postgresql"}:
+            from debates.platform.db_pool import connection_check  # psycopg: installed with the scaled extra
+
             return {
                 "ENGINE": "django.db.backends.postgresql",
                 "NAME": unquote(parsed.path.lstrip("/")),
@@ -142,8 +144,8 @@ def database_from_env() -> dict[str, object]:
                 "HOST": parsed.hostname or "",
                 "PORT": str(parsed.port or ""),
                 "CONN_MAX_AGE": 0,
-                # The pool checks a connection before handing it out: after a PostgreSQL restart its idle
-                # connections are dead, and each would otherwise fail the request that drew it.
+                # The pool checks a connection before handing it out ("check" below): after a PostgreSQL restart
+                # its idle connections are dead, and each would otherwise fail the request that drew it.
                 "CONN_HEALTH_CHECKS": True,
                 "OPTIONS": {
                     # While the server is down, a connection attempt fails within this many seconds (libpq's
@@ -165,6 +167,9 @@ def database_from_env() -> dict[str, object]:
                         # until a request asks for a connection again, which starts them afresh: short, so that
                         # the pool is back within seconds of the end of an outage, however long it was.
                         "reconnect_timeout": 5,
+                        # Before handing a connection out: not the pool's own check (a round trip per call),
+                        # a look at its socket (debates.platform.db_pool).
+                        "check": connection_check,
                     },
                 },
                 "TEST": {"NAME": os.environ.get("DISPUTA_TEST_DB_NAME", "test_disputa")},

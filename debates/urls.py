@@ -57,3 +57,4 @@ urlpatterns = [
 # Viewer-facing error pages in the site's layout (with DEBUG off; templates/403.html and 404.html).
 handler403 = "debates.web.views.errors.permission_denied"
 handler404 = "debates.web.views.errors.page_not_found"
+handler500 = "debates.web.views.errors.server_error"

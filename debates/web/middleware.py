@@ -66,8 +66,12 @@ class DatabaseUnavailable:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not db_error_is_transient(exception):
             return None
-        log.warning("%s %s: database unavailable (%s); answered 503", request.method, request.path, exception)
-        page = render_to_string("503.html", {"retry_after": DATABASE_RETRY_AFTER_SECONDS})
-        response = HttpResponse(page, status=503, content_type="text/html; charset=utf-8")
-        response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
-        return response
+        return database_unavailable_response(request, exception)
+
+
+def database_unavailable_response(request: HttpRequest, exception: BaseException) -> HttpResponse:
+    log.warning("%s %s: database unavailable (%s); answered 503", request.method, request.path, exception)
+    page = render_to_string("503.html", {"retry_after": DATABASE_RETRY_AFTER_SECONDS})
+    response = HttpResponse(page, status=503, content_type="text/html; charset=utf-8")
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response

@@ -70,3 +70,33 @@ class DatabaseUnavailableTests:
         client = Client(raise_request_exception=False)
         client.force_login(viewer)
         assert client.get("/").status_code == 500
+
+    def test_a_404_page_that_cannot_read_the_database_answers_503_too(self, viewer, monkeypatch, settings):
+        """The error reached no view's handling (the 404 page's own read failed): the 500 handler answers 503."""
+        settings.DEBUG = False
+
+        def run_of(request):
+            raise lost_connection()
+
+        monkeypatch.setattr("debates.web.views.errors._run_of", run_of)
+        client = Client(raise_request_exception=False)
+        client.force_login(viewer)
+        response = client.get("/runs/999999/")
+        assert response.status_code == 503
+        assert response["Retry-After"] == "10"
+
+    def test_a_middlewares_own_database_error_answers_503(self, viewer, monkeypatch, settings):
+        settings.DEBUG = False
+
+        def process_response(self, request, response):
+            raise lost_connection()
+
+        # A middleware that reads or writes after the view (as the session middleware saves a changed session).
+        monkeypatch.setattr(
+            "django.contrib.messages.middleware.MessageMiddleware.process_response", process_response
+        )
+        client = Client(raise_request_exception=False)
+        client.force_login(viewer)
+        response = client.get("/")
+        assert response.status_code == 503
+        assert response["Retry-After"] == "10"

@@ -1,17 +1,23 @@
-"""The pages a person sees for 403 and 404, in the site's layout and in plain words: what happened, and where to go.
+"""The pages a person sees for 403 and 404, in the site's layout and in plain words: what happened, and where to go;
+and for an error that reached no view's handling (a middleware's, or a 403/404 page's own) because the database is
+unreachable, the same 503 a view's gets (debates.web.middleware.DatabaseUnavailable).
 
 Django renders these only with DEBUG off (with it on, its technical pages). The address, resolved again, says which
 run the request was about, so the page can point back to it."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
+from django.views import defaults
 
 from debates.models import Run
+from debates.platform.db_retry import db_error_is_transient
+from debates.web.middleware import database_unavailable_response
 
 # The message of a PermissionDenied raised without one (permission_required(raise_exception=True)).
 NEEDS_MODERATE = "Only users with the moderate permission can do this."
@@ -42,3 +48,11 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     run_id, run = _run_of(request)
     context: dict[str, Any] = {"request_path": request.path, "missing_run": run_id if run is None else None}
     return render(request, "404.html", context, status=404)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """500, unless the error is the database's connection: then 503 with Retry-After, as from a view."""
+    error = sys.exc_info()[1]
+    if error is not None and db_error_is_transient(error):
+        return database_unavailable_response(request, error)
+    return defaults.server_error(request)
