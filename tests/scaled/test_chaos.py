@@ -1,5 +1,5 @@
-"""The chaos suite (issue 25): the scaled setup as a user runs it (`manage.py serve_scaled --workers 2`) on a
-PostgreSQL server and a Redis server of the test's own, which it stops, restarts and kills, so the machine's
+"""The chaos suite (issue 25): the scaled setup as a user runs it (`manage.py serve_scaled --workers 2
+--concurrency 3`) on a PostgreSQL server and a Redis server of the test's own, which it stops, restarts and kills, so the machine's
 services and the other tests are never disturbed. For each fault (Redis down 5 s, a PostgreSQL restart, PostgreSQL
 down 10 s, Daphne SIGKILLed, both workers SIGKILLed) a moderator starts a debate of every protocol from the new-run
 form, two websocket viewers (a moderator and a plain viewer) watch each, and a page poller asks for pages twice a
@@ -66,8 +66,9 @@ pytestmark = [pytest.mark.scaled, pytest.mark.timeout(900)]
 DATABASE = "disputa_chaos"
 SEED = 4242
 PROTOCOLS = [p.name for p in registry.all_protocols()]
-# The simulated agents' pace per protocol, for about 6 s of streaming each: serve_scaled's two workers drive one
-# debate each at a time, so a scenario's debates take about three debates' time.
+# The simulated agents' pace per protocol, for about 6 s of streaming each. serve_scaled's two workers drive three
+# debates each at once (--concurrency), so every protocol's debate streams when the fault comes.
+WORKERS, CONCURRENCY = 2, 3
 CPS = {
     "adversarial": 800,
     "comparative": 2700,
@@ -136,7 +137,16 @@ class Stack:
         env = self.env()
         self.proc = Proc(
             "serve_scaled",
-            ["--port", str(self.port), "--workers", "2", "--stop-timeout", "3"],
+            [
+                "--port",
+                str(self.port),
+                "--workers",
+                str(WORKERS),
+                "--concurrency",
+                str(CONCURRENCY),
+                "--stop-timeout",
+                "3",
+            ],
             self.root / "serve_scaled.log",
             env=env,
         ).start()
@@ -671,7 +681,7 @@ def scenario_run(
     row: dict[str, Any] = {"scenario": name}
     ROWS.append(row)
     started = time.monotonic()
-    # Each scenario starts with other protocols first, so each protocol is mid-debate in some fault.
+    # Each scenario starts the protocols in another order (a debate started last may still be queued at the fault).
     order = PROTOCOLS[2 * number % len(PROTOCOLS) :] + PROTOCOLS[: 2 * number % len(PROTOCOLS)]
     run_ids: list[int] = []
     protocols: dict[int, str] = {}

@@ -239,3 +239,12 @@ def test_serve_scaled_creates_the_database_a_fresh_server_lacks_and_names_a_serv
     ):
         database_create_if_missing(nowhere)
     assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize(("option", "value"), [("--workers", "0"), ("--concurrency", "0")])
+def test_serve_scaled_refuses_fewer_than_one_worker_or_slot(option: str, value: str):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match=f"{option} must be at least 1"):
+        call_command("serve_scaled", option, value)

@@ -32,6 +32,12 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--workers", type=int, default=2, help="worker processes (2)")
         parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=1,
+            help="Debates each worker drives at once (1; `manage.py worker --concurrency`).",
+        )
+        parser.add_argument(
             "--stop-timeout",
             type=float,
             default=10.0,
@@ -40,7 +46,14 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args: Any, host: str, port: int, workers: int, stop_timeout: float, **options: Any
+        self,
+        *args: Any,
+        host: str,
+        port: int,
+        workers: int,
+        concurrency: int,
+        stop_timeout: float,
+        **options: Any,
     ) -> None:
         missing = [
             what
@@ -58,6 +71,8 @@ class Command(BaseCommand):
             raise CommandError(f"serve_scaled needs {', '.join(missing)} in the environment")
         if workers < 1:
             raise CommandError("--workers must be at least 1")
+        if concurrency < 1:
+            raise CommandError("--concurrency must be at least 1")
         if stop_timeout < 0:
             raise CommandError("--stop-timeout must be 0 or more seconds")
         database_create_if_missing()
@@ -67,7 +82,15 @@ class Command(BaseCommand):
         for n in range(1, workers + 1):
             programs.append(
                 Program(
-                    f"worker.{n}", [*manage, "worker", "--worker-id", f"worker.{n}@{os.uname().nodename}"]
+                    f"worker.{n}",
+                    [
+                        *manage,
+                        "worker",
+                        "--worker-id",
+                        f"worker.{n}@{os.uname().nodename}",
+                        "--concurrency",
+                        str(concurrency),
+                    ],
                 )
             )
         supervisor = Supervisor(
