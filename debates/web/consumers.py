@@ -1,5 +1,6 @@
-"""The run page's WebSocket: one-way, server -> browser. On connect: join the group, then send a snapshot at
-seq S; afterwards relay events in seq order, replaying any gap from the database (the layer may drop messages).
+"""The run page's WebSocket: one-way, server -> browser. On connect: follow the run's feed (one channel-layer
+channel per process for all of the run's sockets: debates.web.feeds), then send a snapshot at seq S; afterwards
+send events in seq order, replaying any gap from the database (the layer may drop messages).
 While the channel layer carries nothing (debates.web.layer_watch: Redis down, say) the page is told "live updates
 interrupted — catching up" and reads new events from the database instead; when the layer is back the consumer
 joins its group again and says so. Human actions are CSRF-protected POSTs, never WebSocket messages."""
@@ -9,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
@@ -25,6 +26,7 @@ from debates.selectors import runs as selectors
 from debates.selectors.inbox import needs_you_count
 from debates.services import quotas
 from debates.web import frames
+from debates.web.feeds import NO_CHANNEL, feed_follow, feed_leave
 from debates.web.layer_watch import keep_running, layer_watch
 
 logger = logging.getLogger(__name__)
@@ -55,11 +57,15 @@ def _page_seq(scope: Mapping[str, Any]) -> int | None:
 
 
 class RunConsumer(AsyncWebsocketConsumer):
+    channel_layer_alias = NO_CHANNEL  # the run's feed relays its messages (debates.web.feeds)
     run_id: int
     sent_seq: int = 0
-    joined = False  # a member of the run's group (false after a failed join, or while the layer is down)
     live = True  # what the page was last told: events arrive through the layer (else from the database)
     panels_stale = False  # the last panels could not be rendered (database outage): the next poll sends them
+    snapshot_sent = False
+    # Messages waiting for this socket's own task, in order: while it is busy, or when one needs the database.
+    backlog: deque[dict[str, Any]] | None = None
+    draining: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         user = await _admitted_user(self)
@@ -74,48 +80,80 @@ class RunConsumer(AsyncWebsocketConsumer):
         self.lock = asyncio.Lock()
         self.pending: dict[int, dict[str, Any]] = {}  # events that arrived ahead of a missing seq
         self.gap_wait: asyncio.Task[None] | None = None
-        self.group = run_group(self.run_id)
         self.watch = layer_watch()
-        # Join before reading the snapshot: anything committed after it arrives as a message with seq > S.
-        self.joined = await self._join()
-        await self.accept()
-        async with self.lock:
-            html, self.sent_seq = await database_sync_to_async(frames.snapshot_frame)(
-                self.run_id, user, page_seq=_page_seq(self.scope)
-            )
-            # Always said: a page reconnecting after an outage may still show the notice of its last socket.
-            self.live = self.joined and self.watch.up
-            await self.send(text_data=html + frames.live_state_frame(self.live))
+        # Follow before reading the snapshot: anything committed after it arrives as a message with seq > S (what
+        # arrives before the snapshot is sent waits in the backlog). The database poll carries the page while the
+        # layer cannot be joined.
+        self.feed = feed_follow(run_group(self.run_id), self)
+        try:
+            joined = await self.feed.join()
+            await self.accept()
+            async with self.lock:
+                html, self.sent_seq = await database_sync_to_async(frames.snapshot_frame)(
+                    self.run_id, user, page_seq=_page_seq(self.scope)
+                )
+                # Always said: a page reconnecting after an outage may still show the notice of its last socket.
+                self.live = joined and self.watch.up
+                await self.send(text_data=html + frames.live_state_frame(self.live))
+                self.snapshot_sent = True
+                if self.backlog:
+                    self.draining = asyncio.create_task(self._drain())
+        except (
+            BaseException
+        ):  # a connect that fails gets no disconnect: the feed must not keep relaying to it
+            await feed_leave(self.feed, self)
+            raise
         self.poller = asyncio.create_task(keep_running(f"run {self.run_id}'s gap poll", self._poll_for_gaps))
 
-    async def _join(self) -> bool:
-        try:
-            await self.channel_layer.group_add(self.group, self.channel_name)
-            return True
-        except Exception as error:
-            # The layer's connection errors (Redis down): the database poll carries the page meanwhile.
-            logger.warning("run %s: joining its group failed: %r", self.run_id, error)
-            return False
-
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        if message["type"] in {"run.event", "turn.delta"}:
-            # Channels closes stale database connections before every handler, a hop to the one thread that runs
-            # sync code: with a token delta to every viewer several times a second, live frames queued there behind
-            # other viewers' database work. These handlers reach the database only through
-            # database_sync_to_async, which closes stale connections itself.
-            await getattr(self, get_handler_name(message))(message)
+    async def relay(self, message: dict[str, Any]) -> None:
+        """A message of the run's group, from its feed. Answered at once when that needs no database read and
+        nothing is queued before it; otherwise queued for this socket's own task, in order, so that the feed's
+        other sockets do not wait for this one."""
+        if (
+            self.backlog is None
+            and self.snapshot_sent
+            and not self.lock.locked()
+            and not self._reads_database(message)
+        ):
+            await self._handle(message)
             return
-        await super().dispatch(message)
+        if self.backlog is None:
+            self.backlog = deque()
+            if self.snapshot_sent:
+                self.draining = asyncio.create_task(self._drain())
+        self.backlog.append(message)
+
+    def _reads_database(self, message: dict[str, Any]) -> bool:
+        # A moderator's panels hold controls and are rendered for each; a viewer's come with the event.
+        if message["type"] != "run.event":
+            return False
+        return self.panels_stale or (
+            bool(message.get("panels")) and (self.moderator or message.get("viewer_panels") is None)
+        )
+
+    async def _drain(self) -> None:
+        try:
+            while self.backlog:
+                message = self.backlog.popleft()
+                try:
+                    await self._handle(message)
+                except Exception:
+                    logger.exception("run %s: sending a %s message failed", self.run_id, message["type"])
+        finally:
+            self.backlog = None
+
+    async def _handle(self, message: dict[str, Any]) -> None:
+        if message["type"] == "run.event":
+            await self.run_event(message)
+        elif message["type"] == "turn.delta":
+            await self.turn_delta(message)
 
     async def disconnect(self, code: int) -> None:
-        for task in (getattr(self, "poller", None), getattr(self, "gap_wait", None)):
+        for task in (getattr(self, "poller", None), getattr(self, "gap_wait", None), self.draining):
             if task is not None:
                 task.cancel()
-        if hasattr(self, "group"):
-            try:
-                await self.channel_layer.group_discard(self.group, self.channel_name)
-            except Exception as error:  # a layer that is down has forgotten the member anyway
-                logger.info("run %s: leaving its group failed: %r", self.run_id, error)
+        if hasattr(self, "feed"):
+            await feed_leave(self.feed, self)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # Read-only socket: actions go through POST (CSRF, permission checks). Ignore anything sent here.
@@ -218,10 +256,10 @@ class RunConsumer(AsyncWebsocketConsumer):
         """Tell the page when the layer stops or starts carrying its events. Back up, the consumer joins its
         group again (a restarted Redis forgot it) and replays what was published while the layer was down."""
         if not self.watch.up:
-            self.joined = False
-        elif not self.joined:
-            self.joined = await self._join()
-        live = self.watch.up and self.joined
+            self.feed.forget()
+        elif not self.feed.joined:
+            await self.feed.join()
+        live = self.watch.up and self.feed.joined
         if live == self.live:
             return
         async with self.lock:
@@ -264,8 +302,10 @@ async def _committed_seq_read(run_id: int) -> int:
 class NeedsYouConsumer(AsyncWebsocketConsumer):
     """Every page's "Needs you" count: the count on connect, then a recount after each attention wake-up
     (debates.engine.attention), coalesced so a burst of events costs one count. Sent only when it changes. After
-    a channel-layer outage (wake-ups lost, the group perhaps forgotten) it joins again and recounts."""
+    a channel-layer outage (wake-ups lost, the group perhaps forgotten) it joins again and recounts. All the
+    process's counts follow one feed (debates.web.feeds)."""
 
+    channel_layer_alias = NO_CHANNEL
     count: int | None = None
 
     async def connect(self) -> None:
@@ -275,37 +315,36 @@ class NeedsYouConsumer(AsyncWebsocketConsumer):
         self.user = user
         self.recount: asyncio.Task[None] | None = None
         self.watch = layer_watch()
-        await self._join()
+        self.feed = feed_follow(ATTENTION_GROUP, self)
+        await self.feed.join()
         await self.accept()
         await self._send_count()
         self.rejoiner = asyncio.create_task(
             keep_running("a needs-you count's rejoin", self._rejoin_after_outages)
         )
 
-    async def _join(self) -> None:
-        try:
-            await self.channel_layer.group_add(ATTENTION_GROUP, self.channel_name)
-        except Exception as error:  # the layer is down: joined again once it is back
-            logger.warning("needs-you count: joining its group failed: %r", error)
-
     async def _rejoin_after_outages(self) -> None:
         while True:
             await self.watch.changed().wait()
-            if self.watch.up:
-                await self._join()
+            if not self.watch.up:
+                self.feed.forget()
+            elif await self.feed.join():
                 await self._send_count()
 
     async def disconnect(self, code: int) -> None:
         for task in (getattr(self, "recount", None), getattr(self, "rejoiner", None)):
             if task is not None:
                 task.cancel()
-        try:
-            await self.channel_layer.group_discard(ATTENTION_GROUP, self.channel_name)
-        except Exception as error:
-            logger.info("needs-you count: leaving its group failed: %r", error)
+        if hasattr(self, "feed"):
+            await feed_leave(self.feed, self)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         return  # read-only
+
+    async def relay(self, message: dict[str, Any]) -> None:
+        # Before the first count is sent, that count is news enough.
+        if message["type"] == "attention.changed" and self.count is not None:
+            await self.attention_changed(message)
 
     async def attention_changed(self, event: dict[str, Any]) -> None:
         if self.recount is None or self.recount.done():

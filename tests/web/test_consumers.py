@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from collections import Counter
 from typing import Any
 
@@ -388,6 +389,81 @@ def _pause(run_id: int, user: Any) -> None:
     services.run_control(run_id=run_id, action="pause", user=user)
 
 
+# --- one feed per run per process -------------------------------------------------------------------------------
+
+
+async def test_a_runs_sockets_in_one_process_share_one_channel_of_the_layer(make_run, viewer, moderator):
+    """The layer carries each message of a run once to a process, however many of the run's pages it serves;
+    every socket still gets it, and the last to leave takes the run's group out of the layer."""
+    layer = get_channel_layer()
+    run = await sync_to_async(make_run)()
+    sockets = [await connected_socket(run.pk, user) for user in (viewer, viewer, moderator)]
+    try:
+        assert len(layer.groups[run_group(run.pk)]) == 1
+        await layer.group_send(
+            run_group(run.pk),
+            {"type": "turn.delta", "parts": [{"first_seq": 1, "html": "<p>once for all</p>"}]},
+        )
+        for comm, _ in sockets:
+            assert "once for all" in await comm.receive_from(timeout=5)
+    finally:
+        for comm, _ in sockets:
+            await comm.disconnect()
+    assert not layer.groups.get(run_group(run.pk))
+
+
+async def test_a_socket_whose_snapshot_fails_leaves_its_runs_feed(make_run, moderator, monkeypatch):
+    """A connect that raises gets no disconnect from Channels: the socket must not stay behind in the feed."""
+    from debates.web import frames
+
+    def snapshot_frame_broken(*args: Any, **kwargs: Any) -> tuple[str, int]:
+        raise RuntimeError("the snapshot could not be rendered")
+
+    monkeypatch.setattr(frames, "snapshot_frame", snapshot_frame_broken)
+    layer = get_channel_layer()
+    run = await sync_to_async(make_run)()
+    comm = socket(run.pk, cookie=await session_cookie(moderator))
+    connected, _ = await comm.connect(
+        timeout=10
+    )  # accepted, then the snapshot fails and the consumer with it
+    assert connected
+    with pytest.raises(RuntimeError, match="could not be rendered"):
+        await comm.receive_from(timeout=10)
+    assert not layer.groups.get(run_group(run.pk))
+
+
+async def test_a_socket_that_waits_for_the_database_holds_up_no_other_socket_of_its_run(
+    make_run, viewer, moderator, monkeypatch
+):
+    """A moderator's panels are rendered for that moderator, from the database: while that read is slow, the
+    run's other pages already show the event, and the moderator's page shows it once the read is done."""
+    from debates.web import frames
+
+    run = await sync_to_async(make_run)()
+    real_panels_frame = frames.panels_frame
+    armed, released = threading.Event(), threading.Event()
+
+    def panels_frame_held_for_the_moderator(run_id: int, user: Any, **kwargs: Any) -> str:
+        if armed.is_set() and user.pk == moderator.pk:
+            released.wait(10)
+        return real_panels_frame(run_id, user, **kwargs)
+
+    monkeypatch.setattr(frames, "panels_frame", panels_frame_held_for_the_moderator)
+    moderator_comm, _ = await connected_socket(run.pk, moderator)
+    viewer_comm, _ = await connected_socket(run.pk, viewer)
+    armed.set()  # after the snapshots, which hold the panels too
+    try:
+        await sync_to_async(_pause)(run.pk, moderator)
+        assert "pause requested" in await viewer_comm.receive_from(timeout=5)
+        assert await moderator_comm.receive_nothing(timeout=0.3)  # still rendering its panels
+        released.set()
+        assert "pause requested" in await moderator_comm.receive_from(timeout=5)
+    finally:
+        released.set()
+        await viewer_comm.disconnect()
+        await moderator_comm.disconnect()
+
+
 # --- a viewer cannot act; the socket is read-only ----------------------------------------------------------------
 
 
@@ -450,7 +526,7 @@ async def test_whatever_a_client_sends_on_the_socket_is_ignored(make_run, viewer
 
 
 class BreakableChannelLayer(InMemoryChannelLayer):
-    """While `down`, as a Redis that is stopped: every send, group send and group join raises, and nothing
+    """While `down`, as a Redis that is stopped: every send, group send, group join and new channel raises, and nothing
     arrives. Group membership is forgotten when it goes down (a restarted Redis keeps no groups)."""
 
     down = False
@@ -474,6 +550,10 @@ class BreakableChannelLayer(InMemoryChannelLayer):
     async def group_add(self, group: str, channel: str) -> None:
         self._check()
         await super().group_add(group, channel)
+
+    async def new_channel(self, prefix: str = "specific.") -> str:
+        self._check()  # the pub/sub layer subscribes a new channel in Redis
+        return await super().new_channel(prefix)
 
 
 INTERRUPTED = re.compile(r'<p id="live-notice" class="notice degraded" hx-swap-oob="true">')
