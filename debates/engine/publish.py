@@ -3,7 +3,7 @@ renders. The web layer registers, when the app starts, how an event becomes the 
 frames, rendered once for every viewer) and how a streaming turn's text becomes its live frame.
 
 The channel layer is a wake-up bus, not a log: a message may be lost, and a viewer replays from the events table.
-Everything published here is committed first: `event_publish` defers to `transaction.on_commit`."""
+Everything published here is committed first: `events_publish` defers to `transaction.on_commit`."""
 
 from __future__ import annotations
 
@@ -70,14 +70,21 @@ def turn_live_frame(
     return str(_renderers["live"](key=key, task=task, protocol=protocol, text=text, names=names))
 
 
-def event_publish(*, run_id: int, seq: int) -> None:
-    """Announce event `seq` from sync code (services) once the transaction that appended it has committed (at
-    once outside a transaction). Delivery is best effort; viewers replay gaps."""
+def events_publish(*, run_id: int, seqs: list[int]) -> None:
+    """Announce a burst of events from sync code (services), rendered in one go, once the transaction that appended
+    them has committed (at once outside a transaction). Delivery is best effort; viewers replay gaps."""
 
     def send() -> None:
         layer = get_channel_layer()
-        if layer is not None:
-            async_to_sync(layer.group_send)(run_group(run_id), event_message(run_id=run_id, seq=seq))
+        if layer is None or not seqs:
+            return
+        messages = event_messages(run_id=run_id, seqs=seqs)
+
+        async def send_in_order() -> None:
+            for message in messages:
+                await layer.group_send(run_group(run_id), message)
+
+        async_to_sync(send_in_order)()
 
     transaction.on_commit(send)
 

@@ -24,7 +24,7 @@ from debates.agents.pricing import price_get
 from debates.contract import Done, RunView
 from debates.engine import registry
 from debates.engine.events import event_append
-from debates.engine.publish import event_publish
+from debates.engine.publish import events_publish
 from debates.engine.turns import run_states_record
 from debates.engine.view import run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
@@ -60,17 +60,15 @@ def run_events_publish(run_id: int, seqs: list[int]) -> None:
     request that made it succeeds; the viewers replay what they missed from the database."""
 
     def send() -> None:
-        for seq in seqs:
-            try:
-                event_publish(run_id=run_id, seq=seq)  # at once: this runs after the commit
-            except Exception:
-                log.warning(
-                    "run %s: publishing events %s failed; viewers replay them from the database",
-                    run_id,
-                    seqs,
-                    exc_info=True,
-                )
-                return  # the layer is down: the others would fail the same way
+        try:
+            events_publish(run_id=run_id, seqs=seqs)  # at once: this runs after the commit
+        except Exception:
+            log.warning(
+                "run %s: publishing events %s failed; viewers replay them from the database",
+                run_id,
+                seqs,
+                exc_info=True,
+            )
 
     transaction.on_commit(send)
 

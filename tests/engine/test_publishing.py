@@ -90,6 +90,26 @@ def test_every_event_of_a_run_is_published(protocol, layer):
     assert unpublished(run, layer) == {}
 
 
+def test_a_burst_of_events_from_a_service_is_rendered_once_and_published_in_order(layer, monkeypatch):
+    """Creating a run appends several events in one transaction: one render for all of them (the costlier status
+    widgets only in the last frame), one message per event, in seq order, after the commit."""
+    from debates.engine import publish
+
+    renders: list[list[int]] = []
+    real_render = publish._renderers["events"]
+
+    def counting_render(*, run_id: int, seqs: list[int]) -> list[dict[str, Any]]:
+        renders.append(list(seqs))
+        return real_render(run_id=run_id, seqs=seqs)
+
+    monkeypatch.setitem(publish._renderers, "events", counting_render)
+    run = headless_run("consultation", cps=0)
+    seqs = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", flat=True))
+    assert len(seqs) > 1
+    assert renders == [seqs]
+    assert layer.events[run_group(run.pk)] == seqs
+
+
 def test_the_events_of_a_run_the_engine_fails_are_published(layer, monkeypatch):
     """The failure, the streaming turns it ends and the protocol's state records of it."""
     real = runner_module._output_errors
