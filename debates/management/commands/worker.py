@@ -12,6 +12,7 @@ import random
 import signal
 import socket
 import threading
+import time
 from types import FrameType
 from typing import Any
 
@@ -33,6 +34,26 @@ log = logging.getLogger("debates.worker")
 
 # The longest nap between two polls of an unreachable database.
 DATABASE_RETRY_MAX_SECONDS = 5.0
+# How often a worker process looks for a run to take over, whatever its number of idle slots and their poll
+# interval: a dead runner's lease runs for DISPUTA_LEASE_SECONDS (30 s) anyway, and each look is several queries.
+# Idle slots polling every 0.1 s each were a fifth of py-spy's samples of a busy worker in `bench fanout`.
+TAKEOVER_CHECK_SECONDS = 1.0
+
+
+class TakeoverClock:
+    """Lets one look for takeovers through per TAKEOVER_CHECK_SECONDS, for all of a process's slots."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = -float("inf")
+
+    def due(self) -> bool:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._last < TAKEOVER_CHECK_SECONDS:
+                return False
+            self._last = now
+            return True
 
 
 def worker_warm_up() -> None:
@@ -104,6 +125,7 @@ class Command(BaseCommand):
             pool["max_size"] = max(pool.get("max_size", 0), 3 * concurrency + 2)
         worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         stopping = threading.Event()
+        self.takeovers = TakeoverClock()
 
         def stop(signum: int, frame: FrameType | None) -> None:
             if (
@@ -183,7 +205,10 @@ class Command(BaseCommand):
         return self._take_over_one(worker_id)
 
     def _take_over_one(self, worker_id: str) -> bool:
-        """Drive one run whose runner died, if any; False when there was none to take."""
+        """Drive one run whose runner died, if any; False when there was none to take (or another slot of this
+        process looked a moment ago)."""
+        if not self.takeovers.due():
+            return False
         close_old_connections()
         ready = runs_to_take_over()
         # Two idle workers seldom race for the same run (the lease settles it if they do).
