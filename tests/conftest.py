@@ -88,12 +88,28 @@ BACKEND_SENSITIVE = (
 )
 
 
+# The longest tests (minutes each in CI: .ci/dev prints the slowest), run first: collected last, they started when
+# the other xdist worker had nothing left to take, and the pass ended with one worker idle for minutes.
+LONGEST_FIRST = (
+    "tests/scaled/test_kill_suite.py",
+    "tests/scaled/test_chaos.py",
+    "tests/engine/test_fault_suite.py",
+    "tests/engine/test_crash_safety.py",
+    "tests/scaled/test_database_outage.py",
+    "tests/management/test_bench_fanout.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     root = Path(__file__).resolve().parent.parent
+    paths = {item: Path(item.path).resolve().relative_to(root).as_posix() for item in items}
     for item in items:
-        rel = Path(item.path).resolve().relative_to(root).as_posix()
-        if any(fnmatch.fnmatch(rel, f"{pattern}*") for pattern in BACKEND_SENSITIVE):
+        if any(fnmatch.fnmatch(paths[item], f"{pattern}*") for pattern in BACKEND_SENSITIVE):
             item.add_marker(pytest.mark.backend)
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+    items.sort(
+        key=lambda item: rank.get(paths[item], len(LONGEST_FIRST))
+    )  # stable: the rest keep their order
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

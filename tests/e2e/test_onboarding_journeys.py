@@ -9,6 +9,7 @@ import re
 
 import pytest
 from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from debates.engine import registry
 from debates.models import Run
@@ -76,10 +77,18 @@ def test_each_protocol_starts_from_the_home_page_in_at_most_two_clicks(
         cancel = page.locator("#control-cancel")
         if cancel.count() and cancel.is_enabled():
             page.once("dialog", lambda dialog: dialog.accept())  # "Cancel this run?"
-            with page.expect_response(lambda r: "/control/cancel/" in r.url, timeout=SEE) as answered:
-                cancel.click()
-            assert answered.value.ok, answered.value.status
-            expect(page.locator("#run-status")).to_have_attribute("data-status", "cancelled", timeout=SEE)
+            try:
+                with page.expect_response(lambda r: "/control/cancel/" in r.url, timeout=SEE) as answered:
+                    cancel.click(timeout=SEE)
+            except PlaywrightTimeoutError:
+                # A short simulated debate may end between the look and the click (the button is then disabled):
+                # nothing is left to cancel. A cancel that hung would leave the run going, and fail here.
+                expect(page.locator("#run-status")).to_have_attribute(
+                    "data-status", re.compile("completed|failed|cancelled"), timeout=SEE
+                )
+            else:
+                assert answered.value.ok, answered.value.status
+                expect(page.locator("#run-status")).to_have_attribute("data-status", "cancelled", timeout=SEE)
     width, height = viewport["width"], viewport["height"]
     print(f"\nclicks from / to a running debate at {width}x{height}: {counts}")
     assert sorted(counts) == sorted(p.name for p in registry.all_protocols())
