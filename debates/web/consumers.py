@@ -2,8 +2,8 @@
 channel per process for all of the run's sockets: debates.web.feeds), then send a snapshot at seq S; afterwards
 send events in seq order, replaying any gap from the database (the layer may drop messages).
 While the channel layer carries nothing (debates.web.layer_watch: Redis down, say) the page is told "live updates
-interrupted — catching up" and reads new events from the database instead; when the layer is back the consumer
-joins its group again and says so. Human actions are CSRF-protected POSTs, never WebSocket messages."""
+interrupted — catching up" and reads new events from the database instead; when the layer is back the run's feed
+joins its group again and the page is told so. Human actions are CSRF-protected POSTs, never WebSocket messages."""
 
 from __future__ import annotations
 
@@ -253,8 +253,8 @@ class RunConsumer(AsyncWebsocketConsumer):
             pass
 
     async def _follow_layer(self) -> None:
-        """Tell the page when the layer stops or starts carrying its events. Back up, the consumer joins its
-        group again (a restarted Redis forgot it) and replays what was published while the layer was down."""
+        """Tell the page when the layer stops or starts carrying its events. Back up, the run's feed joins its
+        group again (a restarted Redis forgot it) and the page replays what was published while the layer was down."""
         if not self.watch.up:
             self.feed.forget()
         elif not self.feed.joined:

@@ -4,8 +4,8 @@ LAYER_HEARTBEAT_TIMEOUT_SECONDS (through Redis, for the Redis layers). One watch
 not per viewer: a thousand viewers of one process share its layer connection, so one round trip answers for all.
 
 The run page's consumers read `up` and wait on `changed()`: while the layer is down a page is told so and catches
-up from the database; when it is back each consumer joins its group again (a restarted Redis has forgotten the
-list layer's groups) and replays what it missed. Both tasks here restart after any exception: the watch must
+up from the database; when it is back the feeds join their groups again (a restarted Redis has forgotten the
+list layer's groups: debates.web.feeds) and each page replays what it missed. Both tasks here restart after any exception: the watch must
 outlive the outage it is watching."""
 
 from __future__ import annotations

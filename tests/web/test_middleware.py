@@ -45,6 +45,13 @@ def lost_connection() -> OperationalError:
     return error
 
 
+def logged_in(user) -> Client:
+    """A browser of `user` that gets the error page a server error answers, not the exception."""
+    client = Client(raise_request_exception=False)
+    client.force_login(user)
+    return client
+
+
 class DatabaseUnavailableTests:
     def test_a_page_that_meets_a_lost_database_connection_answers_503_with_retry_after(
         self, viewer, monkeypatch
@@ -53,8 +60,7 @@ class DatabaseUnavailableTests:
             raise lost_connection()
 
         monkeypatch.setattr("debates.web.views.runs.archive_page", archive_page)
-        client = Client(raise_request_exception=False)
-        client.force_login(viewer)
+        client = logged_in(viewer)
         response = client.get("/")
         assert response.status_code == 503
         assert response["Retry-After"] == "10"
@@ -67,8 +73,7 @@ class DatabaseUnavailableTests:
             raise ProgrammingError('relation "debates_run" does not exist')
 
         monkeypatch.setattr("debates.web.views.runs.archive_page", archive_page)
-        client = Client(raise_request_exception=False)
-        client.force_login(viewer)
+        client = logged_in(viewer)
         assert client.get("/").status_code == 500
 
     def test_a_404_page_that_cannot_read_the_database_answers_503_too(self, viewer, monkeypatch, settings):
@@ -79,8 +84,7 @@ class DatabaseUnavailableTests:
             raise lost_connection()
 
         monkeypatch.setattr("debates.web.views.errors._run_of", run_of)
-        client = Client(raise_request_exception=False)
-        client.force_login(viewer)
+        client = logged_in(viewer)
         response = client.get("/runs/999999/")
         assert response.status_code == 503
         assert response["Retry-After"] == "10"
@@ -95,8 +99,7 @@ class DatabaseUnavailableTests:
         monkeypatch.setattr(
             "django.contrib.messages.middleware.MessageMiddleware.process_response", process_response
         )
-        client = Client(raise_request_exception=False)
-        client.force_login(viewer)
+        client = logged_in(viewer)
         response = client.get("/")
         assert response.status_code == 503
         assert response["Retry-After"] == "10"
