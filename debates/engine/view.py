@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
+
+from django.db.models import Max
 
 from debates.contract import KbArgument, KbMutation, KbView, RunView, SeatView, TurnView
 from debates.engine import registry
 from debates.models import HumanAction, HumanActionKind, Run, Seat
-from kb.models import KnowledgeBase, ProposedMutation, Revision, Snapshot
+from kb.models import KnowledgeBase, ProposedMutation, Snapshot
 from kb.services import kb_positions
 
 
@@ -24,7 +30,43 @@ def _run_seats(run_id: int, created_at: datetime) -> tuple[Seat, ...]:
     return tuple(Seat.objects.filter(run_id=run_id))
 
 
+# The reads shared inside the current `run_reads_shared` block, by (run id, what was read).
+_shared_reads: ContextVar[dict[tuple[int, str], Any] | None] = ContextVar("run_reads_shared", default=None)
+
+
+@contextmanager
+def run_reads_shared() -> Iterator[None]:
+    """Inside the block each read of a run made through `run_read_shared` (its view, its protocol's page context)
+    is made once: the widgets of one frame then show one state of the run, read with one set of queries (a frame
+    of a debate on a KB read its view three times). Only for code that renders what it read and writes nothing:
+    a write inside the block would not be seen by a later read. A block inside another shares the outer one's."""
+    if _shared_reads.get() is not None:
+        yield
+        return
+    token = _shared_reads.set({})
+    try:
+        yield
+    finally:
+        _shared_reads.reset(token)
+
+
+def run_read_shared[T](run_id: int, what: str, read: Callable[[], T]) -> T:
+    """`read()`, made once per run and `what` inside a `run_reads_shared` block; every call outside one reads."""
+    shared = _shared_reads.get()
+    if shared is None:
+        return read()
+    key = (run_id, what)
+    if key not in shared:
+        shared[key] = read()
+    return shared[key]  # type: ignore[no-any-return]
+
+
 def run_view_load(run: Run) -> RunView:
+    """Everything persisted about the run, as a protocol plans from it (read once per `run_reads_shared` block)."""
+    return run_read_shared(run.pk, "view", lambda: _run_view_read(run))
+
+
+def _run_view_read(run: Run) -> RunView:
     protocol = registry.get(run.protocol)
     seats = {
         s.handle: SeatView(handle=s.handle, name=s.name, role=s.role, lens=s.lens, human=s.human)
@@ -78,9 +120,12 @@ def run_state_last(run: Run) -> str:
 
 
 def kb_view_load(run: Run) -> KbView:
-    kb = KnowledgeBase.objects.only("pk", "slug", "kind", "created_at").get(pk=run.kb_id or 0)
-    revision = Revision.objects.filter(kb_id=kb.pk).order_by("-pk").values_list("pk", flat=True).first()
-    contents = _kb_contents(kb.pk, kb.created_at, revision)
+    kb = (
+        KnowledgeBase.objects.only("pk", "slug", "kind", "created_at")
+        .annotate(revision=Max("revisions__pk"))  # its latest revision, in the same query
+        .get(pk=run.kb_id or 0)
+    )
+    contents = _kb_contents(kb.pk, kb.created_at, kb.revision)
     snapshot = Snapshot.objects.filter(run=run).only("arguments").first()
     rated = {
         arg_id: data.get("status", "") for arg_id, data in (snapshot.arguments if snapshot else {}).items()

@@ -9,6 +9,7 @@ from typing import Any
 
 from debates.contract import Panel
 from debates.engine import registry
+from debates.engine.view import run_read_shared
 from debates.models import Run, RunStatus, turn_dom_id
 from debates.selectors.decisions import pick_form_context
 from debates.selectors.runs import error_plain, errors_by_field, run_awaited_steps, user_can_moderate
@@ -107,8 +108,9 @@ def run_panels(
 
 
 def run_protocol_context(run: Run) -> dict[str, Any] | None:
-    """What a protocol's bodies and panels look up beyond a turn's own data (None when there is nothing)."""
-    return registry.get(run.protocol).page_context(run)
+    """What a protocol's bodies and panels look up beyond a turn's own data (None when there is nothing); read once
+    per `run_reads_shared` block."""
+    return run_read_shared(run.pk, "page-context", lambda: registry.get(run.protocol).page_context(run))
 
 
 TURN_NUMBER = re.compile(r"^t(\d+)/")

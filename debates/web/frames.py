@@ -16,6 +16,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from debates.engine import registry
+from debates.engine.view import run_reads_shared
 from debates.models import Run, RunEvent, RunStatus
 from debates.platform.conf import conf
 from debates.selectors import runs as selectors
@@ -99,14 +100,18 @@ def event_frame(event: RunEvent, *, with_status: bool = True) -> tuple[str, bool
     return event_frames([event], with_status=with_status)[0]
 
 
-def event_frames(events: list[RunEvent], *, with_status: bool = True) -> list[tuple[str, bool]]:
+@run_reads_shared()
+def event_frames(
+    events: list[RunEvent], *, with_status: bool = True, run: Run | None = None
+) -> list[tuple[str, bool]]:
     """The frames of a burst of events of one run, in the order given, rendered from one read of the run (its
     panels, seat names, protocol context and the turns the events touched); each frame shows the current state of
     what its event touched. The widgets that show the run's current state are rendered once for the burst: the
     status in the last frame (or, `with_status` false, in the last that changed the panels), the outcome and the
     integrity panel in the last that changed the panels, a shared panel in the last that changed it. Every frame
-    of a burst is kept for replays before any is sent, so a viewer who misses some still ends on those widgets."""
-    run = Run.objects.get(pk=events[0].run_id)
+    of a burst is kept for replays before any is sent, so a viewer who misses some still ends on those widgets.
+    `run`: the run as just read, when the caller has it."""
+    run = run if run is not None else Run.objects.get(pk=events[0].run_id)
     specs = run_panel_specs(run)
     panels_by_event = [
         e.kind not in TURN_EVENTS or any(p.per_user and e.kind in p.refresh_on for p in specs) for e in events
@@ -194,6 +199,7 @@ def live_state_frame(live: bool) -> str:
     return _partial("live-state", {"interrupted": not live, "oob": True})
 
 
+@run_reads_shared()
 def snapshot_frame(run_id: int, user: Any, *, page_seq: int | None = None) -> tuple[str, int]:
     """Everything live on the run page as of seq S; events after S follow. Turns first shown after S are left
     out (their events append them), so nothing is missing and nothing doubled whatever the isolation level.
@@ -236,8 +242,8 @@ def panels_frame(run_id: int, user: Any, *, run: Run | None = None, kb: dict[str
     key = f"viewer-panels:{run.pk}:{run.created_at.timestamp()}:{run.last_seq}"
     html = caches["fragments"].get(key)
     if html is None:
-        if run.get_deferred_fields():
-            run.refresh_from_db()
+        if run.get_deferred_fields():  # (refresh_from_db would keep them deferred: a query for each one read)
+            run = Run.objects.get(pk=run.pk)
         html = _panels_frame(run, user, kb)
         caches["fragments"].set(key, html, conf("EVENT_FRAME_SECONDS"))
     return html
@@ -261,6 +267,7 @@ def _panels_frame(run: Run, user: Any, kb: dict[str, Any] | None) -> str:
 # (viewers' panels, the status) is kept in the process ("fragments").
 
 
+@run_reads_shared()
 def replay_frames(run_id: int, after_seq: int, user: Any, *, layer_down: bool = False) -> tuple[str, int]:
     """Frames of the events after `after_seq`, for a viewer who missed a message: each event's frame as it was
     published (kept by event_frames_keep, before its message was sent), then the status once caught up. A
@@ -320,6 +327,7 @@ def event_frames_keep(events: list[RunEvent], frames: list[tuple[str, bool]]) ->
 # --- the renderer the engine's publish port calls (registered in debates.apps) ---------------------------------
 
 
+@run_reads_shared()
 def event_messages_render(*, run_id: int, seqs: list[int]) -> list[dict[str, Any]]:
     """The messages of a burst of events, in seq order, with their frames rendered once for every viewer from one
     read of the run; only the last carries the (costlier) status widgets. Each frame is kept for replays before
@@ -329,11 +337,14 @@ def event_messages_render(*, run_id: int, seqs: list[int]) -> list[dict[str, Any
     events = list(RunEvent.objects.filter(run_id=run_id, seq__in=seqs).order_by("seq"))
     if not events:
         return []
-    frames = event_frames(events)
+    run = Run.objects.get(pk=run_id)
+    frames = event_frames(events, run=run)
     event_frames_keep(events, frames)
     # What every viewer without the moderate permission sees in the panels (no control), as the burst leaves the
     # run: rendered here once, so the consumers of a run's many viewers need not each read the database for it.
-    viewer_panels = panels_frame(run_id, AnonymousUser()) if any(panels for _, panels in frames) else ""
+    viewer_panels = (
+        panels_frame(run_id, AnonymousUser(), run=run) if any(panels for _, panels in frames) else ""
+    )
     messages = []
     for event, (html, panels) in zip(events, frames, strict=True):
         message: dict[str, Any] = {"type": "run.event", "seq": event.seq, "html": html, "panels": panels}

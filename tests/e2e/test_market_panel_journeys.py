@@ -68,9 +68,9 @@ def test_start_a_market_panel_watch_it_and_read_the_trace(
     run_id = int(re.search(r"/runs/(\d+)/$", page.url).group(1))  # type: ignore[union-attr]
     expect(page.locator("#connection")).to_have_text("live", timeout=SEE)
 
-    # The openings stream in, argument by argument, while they are written.
-    opening = page.locator("#transcript article").first
-    expect(opening.locator(".turn-body.live li.market-arg").first).to_be_visible(timeout=SEE)
+    # The openings stream in, argument by argument, while they are written. Any seat's will do: on a loaded
+    # machine the first one (1.7 s at this pace) can be over before the socket is live.
+    expect(page.locator("#transcript article .turn-body.live li.market-arg").first).to_be_visible(timeout=SEE)
     screenshot("market-panel-streaming")
     status = page.locator("#run-status")
     expect(status).to_have_attribute("data-status", "completed", timeout=RUN)

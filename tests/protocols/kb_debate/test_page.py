@@ -18,9 +18,10 @@ from django.test.utils import CaptureQueriesContext
 from pydantic import BaseModel
 
 from debates.contract import Step
-from debates.engine import registry
+from debates.engine import registry, view
 from debates.engine.effects import TurnEffects
 from debates.engine.events import event_append
+from debates.engine.publish import event_messages
 from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Turn
 from debates.protocols.kb_debate import schema
 from debates.protocols.kb_debate.page import kb_debate_context
@@ -949,3 +950,30 @@ def test_a_decision_in_the_kb_inbox_reaches_the_run_too(moderator_client, debate
     mutation.refresh_from_db()
     assert mutation.status == "applied"
     assert RunEvent.objects.get(run=debated, seq=seq + 1).kind == "mutation_decided"
+
+
+def test_a_committed_turns_message_shows_one_read_of_the_run(debated, monkeypatch):
+    """The turn, the ledger, the status and the viewers' panels of one message are rendered from one read of the
+    run's view and of the KB context (each widget read them again: 25 queries a commit before, 10 now)."""
+    commit(debated, "t05/turn/debater-con-pricing", {**REBUT, "responds_to": {"entry": "L-003", "turn": 2}})
+    event = RunEvent.objects.filter(run=debated, kind="turn_committed").latest("seq")
+    event_messages(run_id=debated.pk, seqs=[event.seq])  # warm the per-process caches (seats, KB contents)
+    reads: list[int] = []
+    real_read = view._run_view_read
+    monkeypatch.setattr(view, "_run_view_read", lambda run: reads.append(run.pk) or real_read(run))
+    with CaptureQueriesContext(connection) as queries:
+        (message,) = event_messages(run_id=debated.pk, seqs=[event.seq])
+    assert reads == [debated.pk]
+    html = message["html"]
+    assert 'id="turn-t05-turn-debater-con-pricing"' in html and 'id="ledger"' in html
+    assert 'id="run-status"' in html and 'id="moderator"' in message["viewer_panels"]
+    assert len(queries) <= 10, [q["sql"] for q in queries.captured_queries]
+    # A block inside another shares its reads; outside one, every call reads afresh.
+    with view.run_reads_shared():
+        view.run_view_load(debated)
+        with view.run_reads_shared():
+            view.run_view_load(debated)
+    assert reads == [debated.pk] * 2
+    view.run_view_load(debated)
+    view.run_view_load(debated)
+    assert reads == [debated.pk] * 4
