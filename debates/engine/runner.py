@@ -363,7 +363,7 @@ class Runner:
         assert request is not None
         protocol = registry.get(run.protocol)
         attempt = claimed.attempt
-        repair: Repair | None = None
+        repair: Repair | None = claimed.repair
         failures = 0
         while True:
             try:
@@ -400,7 +400,8 @@ class Runner:
                 )
                 if asks:  # a seed's rule no schema counts: asked once, then committed and flagged
                     repair = Repair(result.text, tuple(asks))
-                    if not await self._retry(claimed, attempt, f"{'; '.join(asks)} {RECONSIDER_REASON}"):
+                    reason = f"{'; '.join(asks)} {RECONSIDER_REASON}"
+                    if not await self._retry(claimed, attempt, reason, repair):
                         return
                     attempt += 1
                     continue
@@ -432,7 +433,7 @@ class Runner:
                 if repair is None:  # one repair: the model sees its answer and what was wrong with it
                     repair = Repair(failure.text, failure.errors)
                     if not await self._retry(
-                        claimed, attempt, f"{failure.cause}. Asked the model to repair it."
+                        claimed, attempt, f"{failure.cause}. Asked the model to repair it.", repair
                     ):
                         return
                     attempt += 1
@@ -453,8 +454,10 @@ class Runner:
                 step, claimed, attempt, f"{failure.cause} (after {failures} attempts)"
             )
 
-    async def _retry(self, claimed: ClaimedTurn, attempt: int, reason: str) -> bool:
-        seq = await self._write(turn_retry, self.run_id, self.owner, claimed.turn_id, attempt, reason)
+    async def _retry(
+        self, claimed: ClaimedTurn, attempt: int, reason: str, repair: Repair | None = None
+    ) -> bool:
+        seq = await self._write(turn_retry, self.run_id, self.owner, claimed.turn_id, attempt, reason, repair)
         return seq is not None
 
     async def _fail_turn(self, step: Step, claimed: ClaimedTurn, attempt: int, error: str) -> None:

@@ -16,12 +16,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from debates.agents.base import Repair
 from debates.contract import Done, Plan, Protocol, RunView, Step, Steps, Wait
 from debates.engine import registry
 from debates.engine.events import event_append
 from debates.engine.lease import locked_run
 from debates.engine.view import run_seats, run_view_load
-from debates.models import HumanAction, HumanActionKind, Run, RunStatus, Seat, Turn, TurnStatus
+from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Seat, Turn, TurnStatus
 from kb.citations import citations_check
 
 # A turn whose process keeps dying is given up after this many attempts in all (backend failures count
@@ -51,6 +52,9 @@ class ClaimedTurn:
     attempt: int
     first_seq: int
     seat: Seat
+    # The repair this turn was asked for already, when a runner takes it over (turn_retry records it): asked again
+    # as it was, never a second time.
+    repair: Repair | None = None
 
 
 @dataclass
@@ -212,7 +216,25 @@ def _turn_claim(run_id: int, step: Step, seat: Seat, *, fresh: bool) -> ClaimedT
                 "reason": "an earlier attempt was interrupted",
             },
         )
-    return ClaimedTurn(turn_id=turn.pk, attempt=turn.attempt, first_seq=turn.first_seq, seat=seat)
+    repair = _repair_asked(run_id, step.key) if turn.attempt > 1 else None
+    return ClaimedTurn(
+        turn_id=turn.pk, attempt=turn.attempt, first_seq=turn.first_seq, seat=seat, repair=repair
+    )
+
+
+def _repair_asked(run_id: int, key: str) -> Repair | None:
+    """The repair the turn was last asked for (recorded with its restart by turn_retry), if any."""
+    payload = (
+        RunEvent.objects.filter(
+            run_id=run_id, kind="turn_restarted", payload__key=key, payload__has_key="repair"
+        )
+        .order_by("-seq")
+        .values_list("payload", flat=True)
+        .first()
+    )
+    if payload is None:
+        return None
+    return Repair(text=payload["repair"]["text"], errors=tuple(payload["repair"]["errors"]))
 
 
 def turn_hold(run_id: int, turn_id: int, attempt: int, reason: str) -> int | None:
@@ -233,7 +255,11 @@ def turn_flush(turn_id: int, attempt: int, text: str, first_token_at: Any) -> No
     )
 
 
-def turn_retry(run_id: int, owner: str, turn_id: int, attempt: int, reason: str) -> int | None:
+def turn_retry(
+    run_id: int, owner: str, turn_id: int, attempt: int, reason: str, repair: Repair | None = None
+) -> int | None:
+    """A new attempt of a streaming turn, for `reason`; `repair`: what the model is shown again and asked to fix,
+    kept with the restart so that a runner taking the turn over asks the same, once (ClaimedTurn.repair)."""
     with transaction.atomic():
         locked_run(run_id, owner)
         moved = Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
@@ -242,11 +268,10 @@ def turn_retry(run_id: int, owner: str, turn_id: int, attempt: int, reason: str)
         if not moved:
             return None
         key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
-        return event_append(
-            run_id=run_id,
-            kind="turn_restarted",
-            payload={"key": key, "attempt": attempt + 1, "reason": reason},
-        )
+        payload: dict[str, Any] = {"key": key, "attempt": attempt + 1, "reason": reason}
+        if repair is not None:
+            payload["repair"] = {"text": repair.text, "errors": list(repair.errors)}
+        return event_append(run_id=run_id, kind="turn_restarted", payload=payload)
 
 
 def turn_fail(run_id: int, turn_id: int, attempt: int, error: str) -> int | None:

@@ -67,14 +67,22 @@ def test_the_parallel_turns_of_a_stage_share_one_live_message_per_flush_interval
 
 
 def _record_saves(monkeypatch) -> list[tuple[float, int, str]]:
+    """Each partial save as the stream asks for it (not when a busy thread pool gets round to running it)."""
     saved: list[tuple[float, int, str]] = []
-    original_flush = stream.turn_flush
+    real_to_async = stream.database_sync_to_async
 
-    def recording_flush(turn_id, attempt, text, first_token_at):
-        saved.append((time.monotonic(), turn_id, text))
-        original_flush(turn_id, attempt, text, first_token_at)
+    def recording_to_async(func, **kwargs):
+        call = real_to_async(func, **kwargs)
+        if func is not stream.turn_flush:
+            return call
 
-    monkeypatch.setattr(stream, "turn_flush", recording_flush)
+        async def recorded(turn_id, attempt, text, first_token_at):
+            saved.append((time.monotonic(), turn_id, text))
+            return await call(turn_id, attempt, text, first_token_at)
+
+        return recorded
+
+    monkeypatch.setattr(stream, "database_sync_to_async", recording_to_async)
     return saved
 
 

@@ -11,12 +11,19 @@ arguments" (refute, question_evidence or partial; a concession does not count).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
+from debates.agents.base import AgentRequest, Repair
+from debates.agents.simulated import SimulatedBackend
 from debates.contract import Flag, RunView, Step
+from debates.models import Run
 from debates.protocols.market_panel.protocol import key_opening
+from tests.conftest import run_to_stop
 from tests.protocols.market_panel.test_protocol import PROTOCOL, opening, openings, view
 from tests.protocols.market_panel.test_simulated import panel
 
@@ -113,3 +120,60 @@ def test_in_a_run_the_short_side_is_sent_back_once_then_committed_flagged() -> N
             assert turn.attempt == 2 and flagged == ["too_few_challenges"]
         else:
             assert turn.attempt == 1 and flagged == []
+
+
+class ProcessDied(BaseException):
+    """The runner's process killed while the model rewrites a reply sent back (nothing of the runner goes on)."""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reply_taken_over_during_its_repair_is_asked_the_same_repair_and_never_a_second_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "Asked once" holds whichever process asks: the repair is kept with the turn's restart, and the runner that
+    takes the turn over shows the model the same answer and reason, then commits and flags what comes back."""
+    reference = panel()
+    asked: list[tuple[str, int, Repair | None]] = []
+    real_stream = SimulatedBackend.stream
+
+    async def stream(self: SimulatedBackend, request: AgentRequest) -> AsyncIterator[Any]:
+        asked.append((request.step.key, request.attempt, request.repair))
+        if request.repair is not None and not any(repair for _, _, repair in asked[:-1]):
+            raise ProcessDied
+        async for item in real_stream(self, request):
+            yield item
+
+    monkeypatch.setattr(SimulatedBackend, "stream", stream)
+    with pytest.raises(ProcessDied):
+        panel(tag="taken-over")
+    run = Run.objects.get(backend_options__tag="taken-over")
+    died, _, repair = next(call for call in asked if call[2] is not None)
+    assert run.turns.get(key=died).status == "streaming"
+    # Its lease runs out; another runner takes the run over.
+    Run.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert run_to_stop(run) == "done"
+
+    assert [(attempt, again) for key, attempt, again in asked if key == died] == [
+        (1, None),
+        (2, repair),
+        (3, repair),  # the same repair, by the runner that took the turn over
+    ]
+    restarts = [
+        e.payload for e in run.events.filter(kind="turn_restarted", payload__key=died).order_by("seq")
+    ]
+    assert [r["reason"] for r in restarts][1:] == ["an earlier attempt was interrupted"]
+    assert "each side must challenge at least" in restarts[0]["reason"]
+
+    def own_restarts(of: Run) -> list[tuple[str, str]]:
+        return sorted(
+            (e.payload["key"], e.payload["reason"])
+            for e in of.events.filter(kind="turn_restarted")
+            if e.payload["reason"] != "an earlier attempt was interrupted"
+        )
+
+    assert own_restarts(run) == own_restarts(reference)
+    assert dict(run.turns.values_list("key", "payload")) == dict(
+        reference.turns.values_list("key", "payload")
+    )
+    assert run.turns.get(key=died).flags == reference.turns.get(key=died).flags
+    assert [f["kind"] for f in run.turns.get(key=died).flags] == ["too_few_challenges"]
