@@ -146,7 +146,7 @@ def kb_view_load(run: Run) -> KbView:
         )
         for m in ProposedMutation.objects.filter(run=run).select_related("turn", "revision").order_by("pk")
     )
-    data = KnowledgeBase.objects.values_list("data", flat=True).get(pk=kb.pk) if kb.kind == kb.DATA else None
+    data = _kb_data(kb.pk, kb.created_at) if kb.kind == kb.DATA else None
     return KbView(
         slug=kb.slug,
         arguments=arguments,
@@ -157,6 +157,14 @@ def kb_view_load(run: Run) -> KbView:
         mutations=mutations,
         data=data,
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _kb_data(kb_id: int, created_at: datetime) -> Any:
+    """A data KB's tree, read once per process: it is written when the KB is imported and never changed (a new
+    import makes a new KB), and reading it again for every view of a market panel was a twentieth of a worker's
+    CPU. Every view shares it: read it, never change it."""
+    return KnowledgeBase.objects.values_list("data", flat=True).get(pk=kb_id)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from debates.agents.prompts import prompt_render
 from debates.contract import Steps
@@ -121,3 +124,31 @@ def test_a_seat_prompt_in_a_real_run_holds_only_its_slice() -> None:
     assert (
         '"FEDFUNDS"' not in prompts["tech_bear"] + prompts["senti_bull"]
     )  # no lens of this panel reads macro
+
+
+def test_the_data_tree_is_read_once_per_process_and_a_new_import_is_read_anew() -> None:
+    """A data KB's tree is written by its import and never changed: views share one read of it."""
+    kb = market_kb()
+    run = services.run_create(
+        protocol="market-panel",
+        topic="One-month outlook",
+        material=MATERIAL_NOTE,
+        config={},
+        seed=5,
+        kb=kb,
+        backend_options={"cps": 0},
+        enqueue=False,
+    )
+    first = run_view_load(run)
+    with CaptureQueriesContext(connection) as queries:
+        second = run_view_load(run)
+    assert first.kb is not None and second.kb is not None
+    assert second.kb.data is first.kb.data and second.kb.data == kb.data
+    assert not any('"data"' in q["sql"] for q in queries.captured_queries)
+    # The same id handed out again (a test database rolled back) with other data is read anew.
+    KnowledgeBase.objects.filter(pk=kb.pk).update(
+        data={"meta": {"title": "other"}}, created_at=timezone.now()
+    )
+    run.refresh_from_db()
+    third = run_view_load(run)
+    assert third.kb is not None and third.kb.data == {"meta": {"title": "other"}}
