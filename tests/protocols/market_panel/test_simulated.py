@@ -104,17 +104,22 @@ def test_the_switches_turn_the_handshake_and_the_misquote_off_and_the_judge_slip
     )
 
 
-def test_a_seat_prompt_in_a_real_run_holds_only_its_slice() -> None:
-    run = services.run_create(
+def panel_created(config: dict[str, Any], kb: KnowledgeBase | None = None) -> Run:
+    """A panel created, not started."""
+    return services.run_create(
         protocol="market-panel",
         topic="One-month outlook",
         material=MATERIAL_NOTE,
-        config={"lenses": ["technical", "sentiment"]},
+        config=config,
         seed=5,
-        kb=market_kb(),
+        kb=kb or market_kb(),
         backend_options={"cps": 0},
         enqueue=False,
     )
+
+
+def test_a_seat_prompt_in_a_real_run_holds_only_its_slice() -> None:
+    run = panel_created({"lenses": ["technical", "sentiment"]})
     view = run_view_load(run)
     plan = registry.get("market-panel").plan(view)
     assert isinstance(plan, Steps)
@@ -129,16 +134,7 @@ def test_a_seat_prompt_in_a_real_run_holds_only_its_slice() -> None:
 def test_the_data_tree_is_read_once_per_process_and_a_new_import_is_read_anew() -> None:
     """A data KB's tree is written by its import and never changed: views share one read of it."""
     kb = market_kb()
-    run = services.run_create(
-        protocol="market-panel",
-        topic="One-month outlook",
-        material=MATERIAL_NOTE,
-        config={},
-        seed=5,
-        kb=kb,
-        backend_options={"cps": 0},
-        enqueue=False,
-    )
+    run = panel_created({}, kb)
     first = run_view_load(run)
     with CaptureQueriesContext(connection) as queries:
         second = run_view_load(run)
