@@ -167,6 +167,11 @@ class Command(BaseCommand):
         try:
             while not stopping.is_set():
                 try:
+                    if outage.since is not None:
+                        # Said when the database answers again, not once the debate this poll may take has ended
+                        # (the outage's length would count the debate's).
+                        Run.objects.exists()
+                        outage.recovered()
                     busy = self._serve_once(worker_id, stopping)
                 except Exception as error:
                     if not db_error_is_transient(error):
