@@ -418,6 +418,11 @@ class Protocol[ConfigT: BaseModel](ABC):
         as a `state` event {from, to, reason} in the same transaction. Default: no state machine."""
         return []
 
+    @property
+    def has_states(self) -> bool:
+        """Whether the protocol has a state machine of its own (overrides `states`)."""
+        return type(self).states is not Protocol.states
+
     def current_stage(self, view: RunView, plan: Plan) -> str:
         if isinstance(plan, Steps) and plan.steps:
             return plan.steps[0].stage

@@ -5,6 +5,7 @@ debate's snapshot); a quoted figure is compared with the KB's value, tolerant of
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -50,7 +51,7 @@ def figures_match(quoted: Any, actual: Any) -> bool:
 
 
 def citation_verify(
-    *, kb: KnowledgeBase | None, citation: dict[str, Any], snapshot: dict[str, Any] | None = None
+    *, kb: KnowledgeBase | None, citation: dict[str, Any], snapshot: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """Resolve one citation {kind: arg|source|data, ref, quote?, inferred?} and say how it stands."""
     kind, ref = citation.get("kind"), str(citation.get("ref", ""))
@@ -107,11 +108,10 @@ def citations_extract(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def citations_check(kb: Any, snapshot: Any, text: str) -> list[dict[str, Any]]:
-    """The citations in `text`, each verified against `kb` as it stood in `snapshot` (a Snapshot, or None: the
-    live KB)."""
-    arguments = snapshot.arguments if snapshot is not None else None
-    return [citation_verify(kb=kb, citation=c, snapshot=arguments) for c in citations_extract(text)]
+def citations_check(kb: Any, snapshot: Mapping[str, Any] | None, text: str) -> list[dict[str, Any]]:
+    """The citations in `text`, each verified against `kb` as it stood in `snapshot` (the arguments a Snapshot
+    recorded, or None: the live KB)."""
+    return [citation_verify(kb=kb, citation=c, snapshot=snapshot) for c in citations_extract(text)]
 
 
 def data_point_verify(data: Any, path: str, quoted: Any = None, *, inferred: bool = False) -> dict[str, Any]:

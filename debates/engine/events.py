@@ -15,6 +15,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from debates.engine.attention import ATTENTION_KINDS, attention_ping
 from debates.models import Run, RunEvent
@@ -25,10 +26,10 @@ _collecting: ContextVar[tuple[list[int], ...]] = ContextVar("events_collecting",
 
 def event_append(*, run_id: int, kind: str, payload: dict[str, Any] | None = None) -> int:
     """Append an event; must run inside the transaction that commits the change it describes."""
-    if not transaction.get_connection().in_atomic_block:
+    connection = transaction.get_connection()
+    if not connection.in_atomic_block:
         raise RuntimeError("event_append must be called inside transaction.atomic()")
-    seq = _seq_next(run_id)
-    RunEvent.objects.create(run_id=run_id, seq=seq, kind=kind, payload=payload or {})
+    seq = _event_insert(connection, run_id, kind, payload or {})
     if kind in ATTENTION_KINDS:
         attention_ping()
     for seqs in _collecting.get():
@@ -36,15 +37,30 @@ def event_append(*, run_id: int, kind: str, payload: dict[str, Any] | None = Non
     return seq
 
 
-def _seq_next(run_id: int) -> int:
-    """The run's next seq, in one statement (UPDATE … RETURNING: PostgreSQL, SQLite ≥ 3.35). The UPDATE takes the
-    run row's write lock until commit, so concurrent appends get distinct, ordered seqs."""
-    table, column = Run._meta.db_table, Run._meta.get_field("last_seq").column
-    with transaction.get_connection().cursor() as cursor:
-        cursor.execute(
-            f'UPDATE "{table}" SET "{column}" = "{column}" + 1 WHERE "id" = %s RETURNING "{column}"', [run_id]
-        )
-        row = cursor.fetchone()
+def _event_insert(connection: Any, run_id: int, kind: str, payload: dict[str, Any]) -> int:
+    """Take the run's next seq and insert the event under it. The UPDATE of the run's last_seq takes the run row's
+    write lock until commit, so concurrent appends get distinct, ordered seqs. Fixed statements, not the ORM:
+    every event of every debate comes through here (on PostgreSQL both in one statement, one round trip)."""
+    run_table, seq_column = Run._meta.db_table, Run._meta.get_field("last_seq").column
+    event_table = RunEvent._meta.db_table
+    payload_value = RunEvent._meta.get_field("payload").get_db_prep_value(payload, connection)
+    created_at = RunEvent._meta.get_field("created_at").get_db_prep_value(timezone.now(), connection)
+    seq_next = f'UPDATE "{run_table}" SET "{seq_column}" = "{seq_column}" + 1 WHERE "id" = %s RETURNING "{seq_column}"'
+    insert = f'INSERT INTO "{event_table}" ("run_id", "seq", "kind", "payload", "created_at")'
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f'WITH s AS ({seq_next}) {insert} SELECT %s, "{seq_column}", %s, %s, %s FROM s RETURNING "seq"',
+                [run_id, run_id, kind, payload_value, created_at],
+            )
+            row = cursor.fetchone()
+        else:  # (SQLite: RETURNING, but no UPDATE inside WITH)
+            cursor.execute(seq_next, [run_id])
+            row = cursor.fetchone()
+            if row is not None:
+                cursor.execute(
+                    f"{insert} VALUES (%s, %s, %s, %s, %s)", [run_id, row[0], kind, payload_value, created_at]
+                )
     if row is None:
         raise Run.DoesNotExist(f"run {run_id} does not exist")
     return int(row[0])

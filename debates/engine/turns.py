@@ -17,11 +17,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from debates.agents.base import Repair
-from debates.contract import Done, Plan, Protocol, RunView, Step, Steps, Wait
+from debates.contract import Done, Plan, RunView, Step, Steps, Wait
 from debates.engine import registry
 from debates.engine.events import event_append
 from debates.engine.lease import locked_run
-from debates.engine.view import run_seats, run_view_load
+from debates.engine.view import run_seats, run_snapshot_arguments, run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Seat, Turn, TurnStatus
 from kb.citations import citations_check
 
@@ -79,7 +79,7 @@ def run_states_record(run: Run, plan: Plan | None, view: RunView | None = None) 
     """Record the protocol's own state changes (Protocol.states) as `state` events {from, to, reason}, inside the
     caller's transaction (the event's time is the transition's). Nothing for a protocol without a state machine."""
     protocol = registry.get(run.protocol)
-    if type(protocol).states is Protocol.states:
+    if not protocol.has_states:
         return []
     view = view if view is not None else run_view_load(run)
     return [
@@ -287,12 +287,11 @@ def turn_fail(run_id: int, turn_id: int, attempt: int, error: str) -> int | None
 
 def turn_citations(run_id: int, text: str) -> list[dict[str, Any]]:
     """Citations of a committed turn, verified against the snapshot its run took (empty without a KB)."""
-    # Most runs cite no KB: one narrow read says so, instead of loading the run (its material, config, ...).
-    if Run.objects.filter(pk=run_id).values_list("kb_id", flat=True).first() is None:
+    # One read of the run's KB (most runs have none), not of the run (its material, config, ...).
+    run = Run.objects.select_related("kb").only("created_at", "kb").filter(pk=run_id).first()
+    if run is None or run.kb is None:
         return []
-    run = Run.objects.select_related("kb").get(pk=run_id)
-    assert run.kb is not None
-    return citations_check(run.kb, getattr(run, "snapshot", None), text)
+    return citations_check(run.kb, run_snapshot_arguments(run), text)
 
 
 def turn_commit(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -28,6 +28,21 @@ def run_seats(run: Run) -> tuple[Seat, ...]:
 def _run_seats(run_id: int, created_at: datetime) -> tuple[Seat, ...]:
     # The creation time too: a test database that rolls back hands out the same run ids again.
     return tuple(Seat.objects.filter(run_id=run_id))
+
+
+def run_snapshot_arguments(run: Run) -> Mapping[str, Any] | None:
+    """The KB's arguments as the run's snapshot recorded them (None: the run took no snapshot). Read once per
+    process: a snapshot is written with its run and never changed (kb.discipline refuses). Read it, never change
+    it."""
+    try:
+        return _snapshot_arguments(run.pk, run.created_at)
+    except Snapshot.DoesNotExist:  # (not kept: a run being created takes it later)
+        return None
+
+
+@functools.lru_cache(maxsize=256)
+def _snapshot_arguments(run_id: int, created_at: datetime) -> Mapping[str, Any]:
+    return Snapshot.objects.values_list("arguments", flat=True).get(run_id=run_id)  # type: ignore[no-any-return]
 
 
 # The reads shared inside the current `run_reads_shared` block, by (run id, what was read).
@@ -115,6 +130,8 @@ def _run_view_read(run: Run) -> RunView:
 
 def run_state_last(run: Run) -> str:
     """The protocol's own state as last recorded (Protocol.states); "" when it has none."""
+    if not registry.get(run.protocol).has_states:  # it records none: nothing to read (a query per view)
+        return ""
     payload = run.events.filter(kind="state").order_by("-seq").values_list("payload", flat=True).first()
     return str(payload.get("to", "")) if isinstance(payload, dict) else ""
 
@@ -126,25 +143,27 @@ def kb_view_load(run: Run) -> KbView:
         .get(pk=run.kb_id or 0)
     )
     contents = _kb_contents(kb.pk, kb.created_at, kb.revision)
-    snapshot = Snapshot.objects.filter(run=run).only("arguments").first()
-    rated = {
-        arg_id: data.get("status", "") for arg_id, data in (snapshot.arguments if snapshot else {}).items()
-    }
+    rated = {arg_id: data.get("status", "") for arg_id, data in (run_snapshot_arguments(run) or {}).items()}
     arguments = {
         arg_id: replace(argument, snapshot_status=rated.get(arg_id, argument.status))
         for arg_id, argument in contents.arguments.items()
     }
+    # Values, not model instances (a proposal with its turn and revision): a view is read with every frame.
     mutations = tuple(
         KbMutation(
-            id=m.pk,
-            turn_key=m.turn.key if m.turn else "",
-            proposed_by=m.proposed_by,
-            kind=m.kind,
-            payload=m.payload,
-            status=m.status,
-            revision=m.revision.r_id if m.revision else "",
+            id=pk,
+            turn_key=turn_key or "",
+            proposed_by=proposed_by,
+            kind=kind,
+            payload=payload,
+            status=status,
+            revision=revision or "",
         )
-        for m in ProposedMutation.objects.filter(run=run).select_related("turn", "revision").order_by("pk")
+        for pk, turn_key, proposed_by, kind, payload, status, revision in ProposedMutation.objects.filter(
+            run=run
+        )
+        .order_by("pk")
+        .values_list("pk", "turn__key", "proposed_by", "kind", "payload", "status", "revision__r_id")
     )
     data = _kb_data(kb.pk, kb.created_at) if kb.kind == kb.DATA else None
     return KbView(

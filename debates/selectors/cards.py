@@ -11,7 +11,7 @@ from django.urls import reverse
 from pydantic_core import from_json
 
 from debates.engine import registry
-from debates.engine.view import run_seats
+from debates.engine.view import run_seats, run_view_load
 from debates.models import Run, Turn, TurnStatus, turn_dom_id
 from kb.models import Revision
 
@@ -246,10 +246,9 @@ def run_round_turn_cards(
 
 
 def round_openers(run: Run) -> set[str]:
-    """The keys of the turns that open their transcript group (a turn_started frame of one starts the group)."""
-    first: dict[str, tuple[int, str]] = {}
-    for key, stage, first_seq in run.turns.values_list("key", "stage", "first_seq"):
-        group = round_of(key, stage)
-        if group not in first or first_seq < first[group][0]:
-            first[group] = (first_seq, key)
-    return {key for _, key in first.values()}
+    """The keys of the turns that open their transcript group (a turn_started frame of one starts the group). From
+    the run's view, whose turns come in the order they were first shown (read once with the frame's widgets)."""
+    first: dict[str, str] = {}
+    for turn in run_view_load(run).turns.values():
+        first.setdefault(round_of(turn.key, turn.stage), turn.key)
+    return set(first.values())

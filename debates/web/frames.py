@@ -337,7 +337,8 @@ def event_messages_render(*, run_id: int, seqs: list[int]) -> list[dict[str, Any
     events = list(RunEvent.objects.filter(run_id=run_id, seq__in=seqs).order_by("seq"))
     if not events:
         return []
-    run = Run.objects.get(pk=run_id)
+    # Its KB too (the panels name it; not its import log or data tree, which nothing here shows).
+    run = Run.objects.select_related("kb").defer("kb__data", "kb__log").get(pk=run_id)
     frames = event_frames(events, run=run)
     event_frames_keep(events, frames)
     # What every viewer without the moderate permission sees in the panels (no control), as the burst leaves the

@@ -27,10 +27,10 @@ from debates.protocols.schemas import flags_at
 register = template.Library()
 
 
-def consultation_states(run: Run) -> dict[str, Any]:
+def consultation_states(state_events: list[tuple[dict[str, Any], Any]]) -> dict[str, Any]:
     """The state history (from / to / time / reason, oldest first) and the strip of the 9 states: each done,
-    current, skipped (passed over, e.g. by an early termination) or pending; `aborted` only once it happened."""
-    state_events = run.events.filter(kind="state").order_by("seq").values_list("payload", "created_at")
+    current, skipped (passed over, e.g. by an early termination) or pending; `aborted` only once it happened.
+    `state_events`: the payload and time of each `state` event, oldest first."""
     transitions = [
         {
             "from": str(payload.get("from", "")),
@@ -70,10 +70,13 @@ def consultation_states(run: Run) -> dict[str, Any]:
 def consultation_panel(run: Run) -> dict[str, Any]:
     """Everything the consultation's side panel shows: states, the estimate, the cost gate's answer and the 150 %
     limit, the warnings recorded with the round artifacts, and the artifacts recorded so far."""
-    panel = consultation_states(run)
-    artifacts = list(
-        run.events.filter(kind="round_artifact").order_by("seq").values_list("payload", flat=True)
+    events = list(
+        run.events.filter(kind__in=("state", "round_artifact"))
+        .order_by("seq")
+        .values_list("kind", "payload", "created_at")
     )
+    panel = consultation_states([(payload, at) for kind, payload, at in events if kind == "state"])
+    artifacts = [payload for kind, payload, _ in events if kind == "round_artifact"]
     config = ConsultationConfig.model_validate(run.config)
     panel.update(
         {

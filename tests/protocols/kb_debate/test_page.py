@@ -954,7 +954,8 @@ def test_a_decision_in_the_kb_inbox_reaches_the_run_too(moderator_client, debate
 
 def test_a_committed_turns_message_shows_one_read_of_the_run(debated, monkeypatch):
     """The turn, the ledger, the status and the viewers' panels of one message are rendered from one read of the
-    run's view and of the KB context (each widget read them again: 25 queries a commit before, 10 now)."""
+    run's view and of the KB context (each widget read them again: 25 queries a commit before, then 10; with the
+    run's KB read with it, its snapshot kept and no state read for a protocol without one, 8)."""
     commit(debated, "t05/turn/debater-con-pricing", {**REBUT, "responds_to": {"entry": "L-003", "turn": 2}})
     event = RunEvent.objects.filter(run=debated, kind="turn_committed").latest("seq")
     event_messages(run_id=debated.pk, seqs=[event.seq])  # warm the per-process caches (seats, KB contents)
@@ -967,7 +968,7 @@ def test_a_committed_turns_message_shows_one_read_of_the_run(debated, monkeypatc
     html = message["html"]
     assert 'id="turn-t05-turn-debater-con-pricing"' in html and 'id="ledger"' in html
     assert 'id="run-status"' in html and 'id="moderator"' in message["viewer_panels"]
-    assert len(queries) <= 10, [q["sql"] for q in queries.captured_queries]
+    assert len(queries) <= 8, [q["sql"] for q in queries.captured_queries]
     # A block inside another shares its reads; outside one, every call reads afresh.
     with view.run_reads_shared():
         view.run_view_load(debated)
