@@ -63,6 +63,20 @@ def event_message(*, run_id: int, seq: int) -> dict[str, Any]:
     return event_messages(run_id=run_id, seqs=[seq])[0]
 
 
+def burst_message(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """One group message for a burst of events (`run.events`): each viewer then gets the burst in one send, and
+    the server handles one message, not one per event (a stage's start is several events, its state, its status
+    and each turn's start). The viewers' panels, the same for every event of the burst, go once."""
+    viewer_panels = next((m["viewer_panels"] for m in messages if "viewer_panels" in m), None)
+    burst: dict[str, Any] = {
+        "type": "run.events",
+        "events": [{"seq": m["seq"], "html": m["html"], "panels": m["panels"]} for m in messages],
+    }
+    if viewer_panels is not None:
+        burst["viewer_panels"] = viewer_panels
+    return burst
+
+
 def turn_live_frame(
     *, key: str, task: str, protocol: str, text: str, names: dict[str, str] | None = None
 ) -> str:
@@ -79,12 +93,8 @@ def events_publish(*, run_id: int, seqs: list[int]) -> None:
         if layer is None or not seqs:
             return
         messages = event_messages(run_id=run_id, seqs=seqs)
-
-        async def send_in_order() -> None:
-            for message in messages:
-                await layer.group_send(run_group(run_id), message)
-
-        async_to_sync(send_in_order)()
+        if messages:
+            async_to_sync(layer.group_send)(run_group(run_id), burst_message(messages))
 
     transaction.on_commit(send)
 
@@ -100,6 +110,5 @@ async def aevent_publish(*, run_id: int, seqs: list[int]) -> None:
     messages = await database_sync_to_async(event_messages, thread_sensitive=False, executor=OFF_THREAD)(
         run_id=run_id, seqs=seqs
     )
-    group = run_group(run_id)
-    for message in messages:
-        await layer.group_send(group, message)
+    if messages:
+        await layer.group_send(run_group(run_id), burst_message(messages))

@@ -124,11 +124,12 @@ class RunConsumer(AsyncWebsocketConsumer):
         self.backlog.append(message)
 
     def _reads_database(self, message: dict[str, Any]) -> bool:
-        # A moderator's panels hold controls and are rendered for each; a viewer's come with the event.
-        if message["type"] != "run.event":
+        # A moderator's panels hold controls and are rendered for each; a viewer's come with the burst.
+        if message["type"] != "run.events":
             return False
         return self.panels_stale or (
-            bool(message.get("panels")) and (self.moderator or message.get("viewer_panels") is None)
+            any(event.get("panels") for event in message["events"])
+            and (self.moderator or message.get("viewer_panels") is None)
         )
 
     async def _drain(self) -> None:
@@ -143,8 +144,8 @@ class RunConsumer(AsyncWebsocketConsumer):
             self.backlog = None
 
     async def _handle(self, message: dict[str, Any]) -> None:
-        if message["type"] == "run.event":
-            await self.run_event(message)
+        if message["type"] == "run.events":
+            await self.run_events(message)
         elif message["type"] == "turn.delta":
             await self.turn_delta(message)
 
@@ -159,12 +160,16 @@ class RunConsumer(AsyncWebsocketConsumer):
         # Read-only socket: actions go through POST (CSRF, permission checks). Ignore anything sent here.
         return
 
-    async def run_event(self, event: dict[str, Any]) -> None:
+    async def run_events(self, burst: dict[str, Any]) -> None:
+        """A burst of events (debates.engine.publish.burst_message): what is in order goes in one send."""
         async with self.lock:
-            seq = int(event["seq"])
-            if seq <= self.sent_seq:
+            fresh = [event for event in burst["events"] if int(event["seq"]) > self.sent_seq]
+            if not fresh:
                 return
-            self.pending[seq] = event
+            for event in fresh:
+                if event.get("panels"):
+                    event = {**event, "viewer_panels": burst.get("viewer_panels")}
+                self.pending[int(event["seq"])] = event
             await self._send_in_order()
             if self.pending and self.gap_wait is None:
                 # Parallel turns commit in one order and may be published in another: wait a moment for the

@@ -47,9 +47,9 @@ LIVE_BODY = re.compile(r'<div id="turn-[^"]+-live"')
 
 
 class DroppingChannelLayer(InMemoryChannelLayer):
-    """Loses every other `run.event` group message (or all, with `drop_all`), silently, as a full channel or a
-    Redis blip would. Messages announcing a committed turn are counted apart from the rest, so half the commits
-    are lost however the parallel turns interleave."""
+    """Loses every other `run.events` group message (a burst of events; or all, with `drop_all`), silently, as a
+    full channel or a Redis blip would. Messages announcing a committed turn are counted apart from the rest, so
+    half the commits are lost however the parallel turns interleave."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -58,11 +58,11 @@ class DroppingChannelLayer(InMemoryChannelLayer):
         self.dropped: list[int] = []
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
-        if message.get("type") == "run.event":
-            commit = bool(COMMITTED.search(message["html"]))
+        if message.get("type") == "run.events":
+            commit = any(COMMITTED.search(event["html"]) for event in message["events"])
             self.seen[commit] += 1
             if self.drop_all or self.seen[commit] % 2 == 0:
-                self.dropped.append(int(message["seq"]))
+                self.dropped.extend(int(event["seq"]) for event in message["events"])
                 return
         await super().group_send(group, message)
 
