@@ -34,6 +34,7 @@ from pydantic import ValidationError
 from debates.agents.base import AgentRequest, BackendError, InvalidOutput, Repair, Result, Usage, backend_get
 from debates.contract import RunView, Step
 from debates.engine import registry
+from debates.engine.attention import attention_sent_on
 from debates.engine.budget import BudgetExceeded, BudgetReservations, run_budget_stop, run_charge
 from debates.engine.crash import crash_point
 from debates.engine.effects import TurnEffects
@@ -136,7 +137,7 @@ class Runner:
         loop = asyncio.get_running_loop()
 
         def collected() -> T:
-            with events_collected() as seqs:
+            with events_collected() as seqs, attention_sent_on(loop):
                 try:
                     return write(*args, **kwargs)
                 except Exception as error:
