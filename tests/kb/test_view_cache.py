@@ -14,19 +14,24 @@ from kb.discipline import kb_snapshot_take, mutation_decide, mutation_propose
 from kb.models import Snapshot
 
 
+def arg_002_downgrade(kb, run=None):
+    """A proposal to lower arg-002 (strong) to weak."""
+    return mutation_propose(
+        kb=kb,
+        kind="status-downgrade",
+        payload={"arg_id": "arg-002", "to": "weak"},
+        proposed_by="debater-pro-x",
+        justification="why",
+        run=run,
+    )
+
+
 def test_an_applied_downgrade_shows_in_the_next_view_of_every_run_over_the_kb(small_kb, moderator):
     first = Run.objects.create(protocol="kb-debate", topic="One", kb=small_kb)
     second = Run.objects.create(protocol="kb-debate", topic="Two", kb=small_kb)
     before = kb_view_load(first)
     assert before.arguments["arg-002"].status == "strong"
-    mutation = mutation_propose(
-        kb=small_kb,
-        kind="status-downgrade",
-        payload={"arg_id": "arg-002", "to": "weak"},
-        proposed_by="debater-pro-x",
-        justification="why",
-        run=first,
-    )
+    mutation = arg_002_downgrade(small_kb, run=first)
     assert kb_view_load(first).mutations[-1].status == "pending"  # the run's proposals are read each time
     mutation_decide(mutation=mutation, approve=True, user=moderator)
     after = [kb_view_load(run) for run in (first, second)]
@@ -39,14 +44,7 @@ def test_a_runs_snapshot_is_read_once_and_a_run_that_takes_it_later_sees_it(smal
     run = Run.objects.create(protocol="kb-debate", topic="Later", kb=small_kb)
     assert run_snapshot_arguments(run) is None  # none yet: nothing kept
     kb_snapshot_take(kb=small_kb, run=run)
-    mutation = mutation_propose(
-        kb=small_kb,
-        kind="status-downgrade",
-        payload={"arg_id": "arg-002", "to": "weak"},
-        proposed_by="debater-pro-x",
-        justification="why",
-    )
-    mutation_decide(mutation=mutation, approve=True, user=moderator)
+    mutation_decide(mutation=arg_002_downgrade(small_kb), approve=True, user=moderator)
     view = kb_view_load(run)
     # The KB as it stands now, rated as the run's snapshot rated it when the run began.
     assert (view.arguments["arg-002"].status, view.arguments["arg-002"].snapshot_status) == ("weak", "strong")
