@@ -43,9 +43,8 @@ def _send() -> None:
         return
     loop = _runner_loop.get()
     if loop is not None:
-        with contextlib.suppress(
-            RuntimeError
-        ):  # the loop has closed: the runner is gone, and its pages recount
+        # (A loop that has closed raises: its runner is gone, and the pages recount on their next wake-up.)
+        with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(_send_from_loop, layer)
         return
     try:
