@@ -299,6 +299,7 @@ def turn_commit(
     turn_id: int,
     attempt: int,
     *,
+    key: str,
     text: str,
     payload: dict[str, Any],
     model: str,
@@ -306,7 +307,8 @@ def turn_commit(
     effects: Callable[[], None] | None = None,
 ) -> int | None:
     """Commit exactly once: a stale attempt (another runner took over) changes nothing. `effects` (the
-    protocol's, e.g. proposed KB mutations) run in the same transaction, only when this commit wins."""
+    protocol's, e.g. proposed KB mutations) run in the same transaction, only when this commit wins. `key`: the
+    turn's step key, which its event names (the runner has it: no read for it)."""
     now = timezone.now()
     with transaction.atomic():
         committed = Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
@@ -324,7 +326,6 @@ def turn_commit(
             return None
         if effects is not None:
             effects()
-        key = Turn.objects.values_list("key", flat=True).get(pk=turn_id)
         return event_append(run_id=run_id, kind="turn_committed", payload={"key": key, "attempt": attempt})
 
 
