@@ -46,7 +46,8 @@ def usage_record(run_id: int, turn_id: int | None, usage: Usage) -> None:
     call made is billed, so a turn costs the sum of its attempts (and a stale attempt's call still counts)."""
     if usage == Usage():
         return
-    # Inside db_write_once's transaction, whose failure undoes both: a savepoint would be two more statements.
+    # Always inside its caller's transaction (db_write_once's, run_charge's), whose failure undoes both updates:
+    # a savepoint would only add two statements.
     with transaction.atomic(savepoint=False):
         if turn_id is not None:
             Turn.objects.filter(pk=turn_id).update(**_usage_increments(usage))
