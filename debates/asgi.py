@@ -13,14 +13,16 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (Django must be set
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from debates.platform.tcp_writes import eager_writes_install  # noqa: E402
 from debates.startup import ResumeOnStartup  # noqa: E402
 from debates.web.origin import SameOriginValidator  # noqa: E402
 from debates.web.request_limits import BodySizeLimit, daphne_body_limit_install  # noqa: E402
 from debates.web.routing import websocket_urlpatterns  # noqa: E402
 
 # Whatever server imports this application (manage.py serve, the scaled setup, the tests' live server): an
-# oversized body is refused when its headers arrive.
+# oversized body is refused when its headers arrive, and a frame is written at once when nothing is buffered.
 daphne_body_limit_install()
+eager_writes_install()
 
 application = ResumeOnStartup(
     ProtocolTypeRouter(

@@ -23,10 +23,12 @@ class Command(BaseCommand):
 
         # Built on demand: `manage.py help` and the other commands must not build the ASGI application.
         from debates.asgi import application
+        from debates.platform.gc_tuning import gc_settle
 
         def ready() -> None:
             # Daphne has no ASGI lifespan: start the in-process task loop and the resumer once listening.
             twisted_loop.call_soon_threadsafe(application.start)
+            gc_settle()
             self.stdout.write(f"Disputa is listening on http://{host}:{port}/", ending="\n")
             self.stdout.flush()
 

@@ -27,6 +27,7 @@ from debates.engine.runner import run_execute
 from debates.engine.turns import RunnerOutcome
 from debates.models import Run
 from debates.platform.db_retry import Backoff, Outage, db_error_is_transient
+from debates.platform.gc_tuning import gc_settle
 from debates.services.resume import runs_to_take_over
 from debates.web.frames import INTEGRITY_TEMPLATE, RUN_TEMPLATE
 
@@ -140,6 +141,7 @@ class Command(BaseCommand):
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, stop)
         worker_warm_up()
+        gc_settle()
         self.stdout.write(f"worker {worker_id}: ready")
         self.stdout.flush()
         if concurrency == 1:
