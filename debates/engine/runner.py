@@ -257,7 +257,10 @@ class Runner:
         while True:
             if self.lease_lost:
                 raise LeaseLost("heartbeat failed")
-            decision = await self._write(run_decide, self.run_id, self.owner)
+            try:
+                decision = await self._write(run_decide, self.run_id, self.owner)
+            finally:
+                self._outbox.release()  # the next stage's start joins the last commit (hold, below)
             if decision.outcome != RunnerOutcome.STEPS:
                 self._notify(decision.outcome)
                 return decision.outcome
@@ -281,6 +284,11 @@ class Runner:
                 for step, claimed in claimed_steps
             }
             results = await asyncio.gather(*self._step_tasks, return_exceptions=True)
+            if len(self._step_tasks) == 1:
+                # One turn handing over to the next: its end and the next start go out together. Not after a
+                # parallel stage: its runners' decisions queue on the worker's database thread as its turns
+                # end together, and in `bench fanout` holding them lengthened the market panel's silences.
+                self._outbox.hold()
             self._step_tasks = set()
             budget_stop: BudgetExceeded | None = None
             for result in results:

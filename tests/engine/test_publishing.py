@@ -113,6 +113,38 @@ def test_a_burst_of_events_from_a_service_is_rendered_once_and_published_in_orde
     assert layer.bursts[run_group(run.pk)] == [seqs]
 
 
+def test_a_turn_handing_over_to_the_next_reaches_viewers_with_its_start_in_one_message(layer, monkeypatch):
+    """After a stage of one turn, the runner holds what it published last while it decides and starts the next
+    stage: the viewers get the turn's end and the next turn's start in one message, rendered once. A decision
+    slower than the publisher's own wait (PUBLISH_DELAY_SECONDS) must not split them."""
+    real_decide = runner_module.run_decide
+
+    def slow_decide(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.05)
+        return real_decide(*args, **kwargs)
+
+    monkeypatch.setattr(runner_module, "run_decide", slow_decide)
+    run = headless_run("kb-debate", cps=0)  # a debate of one turn after another
+    assert run_to_stop(run) == "done"
+    events = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", "kind", "payload"))
+    # The commits that end a stage of one turn and are followed by the next decision's events.
+    handovers, open_turns, opened = [], set(), 0
+    for seq, kind, payload in events:
+        if kind == "turn_started":
+            open_turns.add(payload["key"])
+            opened += 1
+        elif kind == "turn_committed":
+            open_turns.discard(payload["key"])
+            if not open_turns:
+                if opened == 1 and seq < events[-1][0]:
+                    handovers.append(seq)
+                opened = 0
+    assert len(handovers) >= 4
+    bursts = layer.bursts[run_group(run.pk)]
+    together = [seq for seq in handovers if any(seq in burst and seq + 1 in burst for burst in bursts)]
+    assert len(together) >= 0.75 * len(handovers), (handovers, bursts)
+
+
 def test_the_events_of_a_run_the_engine_fails_are_published(layer, monkeypatch):
     """The failure, the streaming turns it ends and the protocol's state records of it."""
     real = runner_module._output_errors
