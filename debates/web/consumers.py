@@ -312,6 +312,7 @@ class NeedsYouConsumer(AsyncWebsocketConsumer):
 
     channel_layer_alias = NO_CHANNEL
     count: int | None = None
+    stale = False  # a wake-up came after the last count began
 
     async def connect(self) -> None:
         user = await _admitted_user(self)
@@ -319,6 +320,8 @@ class NeedsYouConsumer(AsyncWebsocketConsumer):
             return
         self.user = user
         self.recount: asyncio.Task[None] | None = None
+        # One count at a time: an older count is never sent after a newer one.
+        self.counting = asyncio.Lock()
         self.watch = layer_watch()
         self.feed = feed_follow(ATTENTION_GROUP, self)
         await self.feed.join()
@@ -347,20 +350,25 @@ class NeedsYouConsumer(AsyncWebsocketConsumer):
         return  # read-only
 
     async def relay(self, message: dict[str, Any]) -> None:
-        # Before the first count is sent, that count is news enough.
-        if message["type"] == "attention.changed" and self.count is not None:
+        if message["type"] == "attention.changed":
             await self.attention_changed(message)
 
     async def attention_changed(self, event: dict[str, Any]) -> None:
+        self.stale = True
         if self.recount is None or self.recount.done():
             self.recount = asyncio.create_task(self._recount_soon())
 
     async def _recount_soon(self) -> None:
         await asyncio.sleep(conf("NEEDS_YOU_COALESCE_SECONDS"))
-        await self._send_count()
+        # A wake-up that comes while the database is read (the connect's first count included) may be for a commit
+        # that read did not see: count again. Dropping it left a page at 0 beside a run waiting for its moderator.
+        while self.stale:
+            self.stale = False
+            await self._send_count()
 
     async def _send_count(self) -> None:
-        count = await database_sync_to_async(needs_you_count)(self.user)
-        if count != self.count:
-            self.count = count
-            await self.send(text_data=frames.needs_you_count_frame(count))
+        async with self.counting:
+            count = await database_sync_to_async(needs_you_count)(self.user)
+            if count != self.count:
+                self.count = count
+                await self.send(text_data=frames.needs_you_count_frame(count))

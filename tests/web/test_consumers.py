@@ -16,6 +16,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
+from django.db import connection
 from django.test import Client
 
 from debates.asgi import application
@@ -645,6 +646,62 @@ async def test_a_page_that_connects_while_the_layer_is_down_is_told_and_still_co
         await comm.disconnect()
     assert committed_keys(frames) == EXPECTED_KEYS
     assert last_status(frames) == ("completed", str((await Run.objects.aget(pk=run.pk)).last_seq))
+
+
+def run_awaiting_set(run_id: int) -> None:
+    try:
+        Run.objects.filter(pk=run_id).update(status="awaiting_human", awaiting=["r2/questions/examiner"])
+    finally:
+        connection.close()
+
+
+async def test_a_wake_up_that_comes_while_the_count_is_read_is_counted_again(
+    make_run, moderator, settings, monkeypatch
+):
+    """The count's read began before a run started waiting, and that run's wake-up came during the read: the page
+    is counted again and shows 1, not the stale 0 of the read in flight."""
+    from debates.engine.attention import ATTENTION_GROUP
+    from debates.web import consumers
+
+    settings.DISPUTA = {**settings.DISPUTA, "NEEDS_YOU_COALESCE_SECONDS": 0.01}
+    run = await sync_to_async(make_run)(config={"examiner": "human"})
+    comm = WebsocketCommunicator(
+        application,
+        "/ws/needs-you/",
+        headers=[
+            (b"host", LOCAL_HOST),
+            (b"origin", LOCAL_ORIGIN),
+            (b"cookie", await session_cookie(moderator)),
+        ],
+    )
+    connected, _ = await comm.connect(timeout=10)
+    assert connected
+    try:
+        assert 'data-count="0"' in await comm.receive_from(timeout=5)
+        reading, released = threading.Event(), threading.Event()
+        real_count = consumers.needs_you_count
+
+        def count_held_once(user: Any) -> int:
+            count = real_count(user)
+            if not reading.is_set():  # the first recount has read, and is held before it answers
+                reading.set()
+                released.wait(timeout=10)
+            return count
+
+        monkeypatch.setattr(consumers, "needs_you_count", count_held_once)
+        layer = get_channel_layer()
+        await layer.group_send(ATTENTION_GROUP, {"type": "attention.changed"})
+        assert await asyncio.to_thread(reading.wait, 5)
+        # The run starts waiting for its examiner, and its wake-up arrives while the read is held. (Written from a
+        # thread of its own: the held read occupies the thread that sync_to_async would use.)
+        await asyncio.to_thread(run_awaiting_set, run.pk)
+        await layer.group_send(ATTENTION_GROUP, {"type": "attention.changed"})
+        await asyncio.sleep(0.2)  # relayed to the socket before the held read answers
+        released.set()
+        assert 'data-count="1"' in await comm.receive_from(timeout=5)
+    finally:
+        released.set()
+        await comm.disconnect()
 
 
 async def test_the_needs_you_count_joins_again_and_recounts_after_an_outage(
