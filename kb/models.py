@@ -337,3 +337,10 @@ class ProposedMutation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} on {self.kb_id} ({self.status})"
+
+    @property
+    def proposer(self) -> str:
+        """Who proposed it, as pages name them: the proposing turn's seat ("For pricing"), not its handle
+        ("debater-pro-pricing"); the recorded name where no turn is linked (a user's own proposal)."""
+        seat = getattr(self.turn, "seat", None) if self.turn_id else None
+        return str(getattr(seat, "name", "") or self.proposed_by)

@@ -112,7 +112,7 @@ def data_rows(kb: KnowledgeBase, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def inbox(kb: KnowledgeBase | None = None) -> dict[str, QuerySet[ProposedMutation]]:
-    mutations = ProposedMutation.objects.select_related("kb", "run", "turn", "decided_by", "revision")
+    mutations = ProposedMutation.objects.select_related("kb", "run", "turn__seat", "decided_by", "revision")
     if kb is not None:
         mutations = mutations.filter(kb=kb)
     return {

@@ -32,7 +32,7 @@ def _mutation_detail(mutation: ProposedMutation) -> str:
     if mutation.kind == "new-source":  # a source not in the KB yet: named by its title
         subject = f"“{payload.get('title') or 'untitled'}”"
     what = MUTATION_KINDS.get(mutation.kind, "record a contradiction among")
-    text = f"Proposed by {mutation.proposed_by}: {what} {subject or 'arguments'}"
+    text = f"Proposed by {mutation.proposer}: {what} {subject or 'arguments'}"
     if payload.get("to"):
         text += f" (to {payload['to']})"
     if mutation.justification:
@@ -162,7 +162,7 @@ def needs_you(user: Any) -> list[NeedsItem]:
                 ],
             )
         )
-    for mutation in _pending_mutations().select_related("kb", "run", "turn"):
+    for mutation in _pending_mutations().select_related("kb", "run", "turn__seat"):
         items.append(
             NeedsItem(
                 kind="approval",

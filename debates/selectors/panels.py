@@ -121,7 +121,7 @@ def run_approvals(run: Run, user: Any, *, error_for: int | None = None) -> dict[
 
     rows = list(
         ProposedMutation.objects.filter(run=run)
-        .select_related("revision", "turn", "decided_by")
+        .select_related("revision", "turn__seat", "decided_by")
         .order_by("pk")
     )
     targets = {str(m.payload.get("arg_id")) for m in rows if m.kind == "status-downgrade"}
@@ -141,7 +141,7 @@ def run_approvals(run: Run, user: Any, *, error_for: int | None = None) -> dict[
                 "kind": m.kind,
                 "payload": m.payload,
                 "arg_status": statuses.get(str(m.payload.get("arg_id", ""))),
-                "proposed_by": m.proposed_by,
+                "proposed_by": m.proposer,
                 "justification": m.justification,
                 "status": m.status,
                 "pending": m.status == MutationStatus.PENDING,

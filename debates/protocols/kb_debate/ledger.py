@@ -48,6 +48,16 @@ def debater_handle(position: str) -> str:
     return "debater-" + (re.sub(r"[^a-z0-9]+", "-", position.lower()).strip("-") or "position")
 
 
+def position_label(position: str) -> str:
+    """A KB position as people read it: "pro-pricing" is "For pricing", "con-pricing" "Against pricing", "meta"
+    "Meta". The id stays what agents cite and the ledger records; a page shows this."""
+    side, _, subject = position.partition("-")
+    words = subject.replace("-", " ").replace("_", " ").strip()
+    if words and side.lower() in ("pro", "con"):
+        return f"{'For' if side.lower() == 'pro' else 'Against'} {words}"
+    return position.replace("-", " ").replace("_", " ").strip().capitalize() or position
+
+
 def turn_key(number: int, task: str, seat: str) -> str:
     return f"t{number:02d}/{task}/{seat}"
 

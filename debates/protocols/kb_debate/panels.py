@@ -8,8 +8,31 @@ from typing import Any
 from django import template
 
 from debates.protocols.kb_debate.console import console_context
+from debates.protocols.kb_debate.ledger import position_label as _position_label
+from debates.protocols.kb_debate.schema import verdict_words
 
 register = template.Library()
+
+
+@register.filter
+def position_label(position: Any) -> str:
+    """{{ entry.position|position_label }}: "pro-pricing" shown as "For pricing" (ledger.position_label)."""
+    return _position_label(str(position or ""))
+
+
+@register.filter
+def position_labels(positions: Any) -> str:
+    """{{ row.engaged_by|position_labels }}: "For pricing, Against pricing"."""
+    return ", ".join(_position_label(str(p)) for p in positions or ())
+
+
+@register.filter
+def verdict_label(verdict: Any) -> str:
+    """{{ verdict|verdict_label }}: a synthesis verdict in words, "Better grounded: For pricing"."""
+    if not isinstance(verdict, dict):
+        return ""
+    position = str(verdict.get("position") or "")
+    return verdict_words(str(verdict.get("label") or ""), _position_label(position) if position else "")
 
 
 @register.simple_tag

@@ -47,6 +47,7 @@ from debates.protocols.kb_debate.ledger import (
     left_open,
     mutation_payload,
     non_engagement,
+    position_label,
     position_of,
     turn_cap,
     turn_key,
@@ -169,7 +170,7 @@ class KbDebate(Protocol[KbDebateConfig]):
 
     def seats(self, config: KbDebateConfig) -> list[SeatSpec]:
         return [
-            *(SeatSpec(debater_handle(p), p, "debater", lens=p) for p in config.positions),
+            *(SeatSpec(debater_handle(p), position_label(p), "debater", lens=p) for p in config.positions),
             SeatSpec("moderator", "Moderator", "moderator", human=config.moderator == "human"),
             SeatSpec("orchestrator", "Orchestrator", "orchestrator"),
         ]

@@ -215,6 +215,20 @@ def verdict_value(label: str, position: str) -> str:
     return f"{label}:{position}" if label in POSITIONED_LABELS else label
 
 
+VERDICT_WORDS = {
+    "better-grounded": "Better grounded",
+    "engagement-asymmetry": "Engagement asymmetry",
+    "genuinely-contested": "Genuinely contested",
+    "unresolved-by-corpus": "Unresolved by the knowledge base",
+}
+
+
+def verdict_words(label: str, position_name: str = "") -> str:
+    """A verdict as people read it: "Better grounded: For pricing", "Genuinely contested"."""
+    words = VERDICT_WORDS.get(label, label.replace("-", " ").capitalize())
+    return f"{words}: {position_name}" if position_name and label in POSITIONED_LABELS else words
+
+
 def verdict_parts(value: str) -> tuple[str, str]:
     """(label, position) of a picked verdict; position "" for a balanced one."""
     label, _, position = value.partition(":")

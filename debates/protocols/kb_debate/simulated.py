@@ -39,6 +39,8 @@ from debates.contract import KbArgument, KbView
 from debates.protocols.kb_debate import ledger as kb_ledger
 from debates.protocols.kb_debate.schema import verdict_value
 
+_named = kb_ledger.position_label  # a position in prose, as the page shows it ("For pricing")
+
 SHARED = ("neutral", "factual", "meta")
 ATTACKS = ("refutes", "contradicts", "addresses", "confounds")
 ORBITS = kb_ledger.ORBIT_EDGES
@@ -201,7 +203,7 @@ def _opening(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     )
     questions = {n: text for n, text, _ in graph.kb.central_questions}
     lines = [
-        f"Opening for **{position}** on “{request.view.topic}”.",
+        f"Opening for **{_named(position)}** on “{request.view.topic}”.",
         "I cite the knowledge base by argument id and source path, at the ratings it gives.",
     ]
     for argument, presented in chosen:
@@ -387,7 +389,9 @@ def _turn(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             )
             if best and best[0].arg_id not in args:
                 shift = best[0]
-                lines.append(f"The load-bearing argument for {position} is {shift.arg_id} ({shift.status}).")
+                lines.append(
+                    f"The load-bearing argument for {_named(position)} is {shift.arg_id} ({shift.status})."
+                )
                 if shift.arg_id not in cited:  # only new evidence becomes a new ledger claim
                     claims.append(_claim(graph, shift.title, [shift.arg_id], graph.sources(shift.arg_id)[:1]))
         elif supports:
@@ -546,14 +550,14 @@ def _deflections(graph: Graph, ledger: kb_ledger.Ledger, request: AgentRequest, 
         }[kind]
         listed = sorted(t for t in turns if t < number)[:8]
         text = (
-            f"Deflection: Position {position} has cited {graph.describe(src)} across turns "
+            f"Deflection: {_named(position)} has cited {graph.describe(src)} across turns "
             f"{', '.join(map(str, listed))} to address {graph.describe(target, status=False)}. "
             + (
                 f"{src} is well-supported within its scope but {shift} {target}. "
                 if _rank(graph.status(src)) >= _rank("strong")
                 else f"Whatever its own rating ({graph.status(src)}), {src} {shift} {target}. "
             )
-            + f"Position {position} has not engaged {target} at its actual layer."
+            + f"{_named(position)} has not engaged {target} at its actual layer."
         )
         out.append(
             {
@@ -612,12 +616,13 @@ def _moderator(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             continue
         seen.add((kind, flag.position, flag.turn))
         text = {
-            "baseless-as-robust": f"Contract breach at turn {flag.turn}: {flag.position} {flag.detail}. A rating "
+            "baseless-as-robust": f"Contract breach at turn {flag.turn}: {_named(flag.position)} {flag.detail}. A rating "
             "is not an opinion: cite it at its KB rating.",
-            "reraised-closed": f"Re-raised closed claim at turn {flag.turn}: {flag.position} {flag.detail}. The "
+            "reraised-closed": f"Re-raised closed claim at turn {flag.turn}: {_named(flag.position)} {flag.detail}. The "
             "closure stands; re-litigating it is against the debate contract.",
         }.get(
-            kind, f"Untraced claim at turn {flag.turn}: {flag.position}: {flag.detail}. Cite an argument id."
+            kind,
+            f"Untraced claim at turn {flag.turn}: {_named(flag.position)}: {flag.detail}. Cite an argument id.",
         )
         callouts.append({"type": kind, "position": flag.position, "turn": flag.turn, "text": _cut(text, 990)})
         lines.append(text)
@@ -694,7 +699,7 @@ def _moderator(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
             entry = thin[0]
             shaky = [graph.label(a) for a in entry.args if graph.status(a) in ("contested", "weak")]
             text = (
-                f"{entry.position}: {entry.id} rests on {', '.join(shaky)}. Which primary source carries it, and "
+                f"{_named(entry.position)}: {entry.id} rests on {', '.join(shaky)}. Which primary source carries it, and "
                 "what does the traceback say about its weakest link?"
             )
             presses.append({"entry": entry.id, "text": _cut(text, 990)})
@@ -747,21 +752,21 @@ def _verdict(request: AgentRequest, ledger: kb_ledger.Ledger, graph: Graph) -> d
         closed = [e.id for e in entries if e.closed]
         rated = sorted({f"{a} {graph.status(a)}" for e in entries for a in e.args if a in graph.args})
         evidence.append(
-            f"{p}: {len(entries)} central claim(s), {len(closed)} closed"
+            f"{_named(p)}: {len(entries)} central claim(s), {len(closed)} closed"
             + (f" ({', '.join(closed)})" if closed else "")
             + (f"; cited at {', '.join(rated[:8])}" if rated else "")
         )
     engagement_text = []
     for row in rows:
         engagement_text.append(
-            f"Q{row['question'] + 1}: engaged by {', '.join(row['engaged_by']) or 'nobody'}"
-            + (f"; orbited by {', '.join(row['orbited_by'])}" if row["orbited_by"] else "")
+            f"Q{row['question'] + 1}: engaged by {', '.join(map(_named, row['engaged_by'])) or 'nobody'}"
+            + (f"; orbited by {', '.join(map(_named, row['orbited_by']))}" if row["orbited_by"] else "")
         )
     if label in ("better-grounded", "engagement-asymmetry"):
         evidence.append(
-            f"{position} is better grounded on the central questions it engaged"
+            f"{_named(position)} is better grounded on the central questions it engaged"
             if label == "better-grounded"
-            else f"{position} engaged a central question the other side only orbited"
+            else f"{_named(position)} engaged a central question the other side only orbited"
         )
     return {
         "label": label,
@@ -788,19 +793,21 @@ def _synthesis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
         for p in config.positions:
             cited = ledger.args_cited(p)
             if p in row["engaged_by"]:
-                line += f"\n  - {p} engaged it via addresses: {', '.join(sorted(cited & set(question)))}."
+                line += (
+                    f"\n  - {_named(p)} engaged it via addresses: {', '.join(sorted(cited & set(question)))}."
+                )
             elif p in row["orbited_by"]:
                 moves = sorted(f"{s} {k} {t}" for s, k, t in orbit_edges if s in cited and t in question)
-                line += f"\n  - {p} only orbited it ({'; '.join(moves)})."
+                line += f"\n  - {_named(p)} only orbited it ({'; '.join(moves)})."
             else:
-                line += f"\n  - {p} did not engage it."
+                line += f"\n  - {_named(p)} did not engage it."
         out.append(line)
     out += ["", "## Closed claims", ""]
     closed = [e for e in ledger.entries.values() if e.closed]
     for e in closed:
         closure = e.closure or {}
         objection = e.objection or {}
-        line = f"- {e.id} ({e.position}): “{_cut(e.claim, 140)}” — {closure.get('ruling', 'CLOSED')} (turn {closure.get('turn')})"
+        line = f"- {e.id} ({_named(e.position)}): “{_cut(e.claim, 140)}” — {closure.get('ruling', 'CLOSED')} (turn {closure.get('turn')})"
         if objection:
             outcome = objection.get("decision") or "undecided"
             line += f"; objection at turn {objection.get('turn')}, {outcome}"
@@ -817,18 +824,18 @@ def _synthesis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     out += ["", "## Claims found baseless", ""]
     baseless = [e for e in ledger.entries.values() if any(graph.status(a) == "baseless" for a in e.args)]
     out += [
-        f"- {e.id} ({e.position}) rests on {', '.join(graph.label(a) for a in e.args)}: no primary source on traceback."
+        f"- {e.id} ({_named(e.position)}) rests on {', '.join(graph.label(a) for a in e.args)}: no primary source on traceback."
         for e in baseless
     ] or ["- None."]
     out += ["", "## Non-engagement and deflections", ""]
     findings = kb_ledger.non_engagement(view, ledger)
     out += [
-        f"- Persistent non-engagement: {f['position']} was called out at turns "
+        f"- Persistent non-engagement: {_named(f['position'])} was called out at turns "
         f"{', '.join(map(str, f['callout_turns']))} and never engaged {', '.join(f['targets'])}."
         for f in findings
     ]
     out += [
-        f"- Deflection callout at turn {d['at']}: {d['position']} cited {', '.join(d['cited_args'])} to address "
+        f"- Deflection callout at turn {d['at']}: {_named(d['position'])} cited {', '.join(d['cited_args'])} to address "
         f"{d['target_arg']} (turns {', '.join(map(str, d['turns']))})."
         for d in ledger.deflections
     ]
@@ -837,7 +844,7 @@ def _synthesis(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     for p, ids in context.get("dismantled", {}).items():
         if ids:
             out.append(
-                f"- {p}'s central claims are closed ({', '.join(ids)}): the position is held against the weight "
+                f"- {_named(p)}'s central claims are closed ({', '.join(ids)}): the position is held against the weight "
                 "of the traceback evidence."
             )
     out += ["", "## Knowledge-base changes", ""]

@@ -220,10 +220,10 @@ def test_turn_bodies_cite_with_badges_and_render_the_moderators_moves_in_the_see
     moderator = html[html.index('id="turn-t04-moderator-moderator"') :]
     moderator = moderator[: moderator.index("</article>")]
     text = " ".join(moderator.split())
-    assert "<strong>Deflection:</strong> Position <strong>pro-pricing</strong> has cited" in text
+    assert "<strong>Deflection:</strong> <strong>For pricing</strong> has cited" in text
     assert "(layer: empirical, scope: Stockholm metropolitan area" in text and "status: strong)" in text
     assert "arg-003 is well-supported within its scope but is tangential to arg-008." in text
-    assert "Position pro-pricing has not engaged arg-008 at its actual layer (ethical/metaphysical)." in text
+    assert "For pricing has not engaged arg-008 at its actual layer (ethical/metaphysical)." in text
     assert "<strong>Ruling:</strong> claim “Low-income commuters pay most of the toll”" in text
     assert 'is <strong>CLOSED</strong> as <span class="badge closed-as">baseless</span>' in text
     assert "<strong>Justification:</strong> No primary source on traceback" in text
@@ -639,7 +639,9 @@ def test_the_console_picks_claims_turns_and_arguments_from_the_ledger_and_the_kb
     # Nothing is typed but the words: no text or number input asks for an id or a turn number.
     assert not re.search(r'<input type="(text|number)"', form)
     claims = dict(options(form, "ruling_entry"))
-    assert claims["L-001"] == "L-001 (con-pricing, open): London's congestion returned to pre-charge levels"
+    assert (
+        claims["L-001"] == "L-001 (Against pricing, open): London's congestion returned to pre-charge levels"
+    )
     assert set(claims) == {"", "L-001", "L-002", "L-003", "L-004"} == set(dict(options(form, "press_entry")))
     # The argument a ruling rests on, under the claim that cites it, with its title and live rating.
     args = form[form.index('<select name="ruling_arg"') :]
@@ -978,3 +980,72 @@ def test_a_committed_turns_message_shows_one_read_of_the_run(debated, monkeypatc
     view.run_view_load(debated)
     view.run_view_load(debated)
     assert reads == [debated.pk] * 4
+
+
+# --- names, not ids ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("position", "label"),
+    [
+        ("pro-pricing", "For pricing"),
+        ("con-pricing", "Against pricing"),
+        ("pro-remote-work", "For remote work"),
+        ("CON-x", "Against x"),
+        ("meta", "Meta"),
+        ("pro-", "Pro"),
+    ],
+)
+def test_a_position_is_shown_in_words(position: str, label: str) -> None:
+    from debates.protocols.kb_debate.ledger import position_label
+
+    assert position_label(position) == label
+
+
+def test_a_verdict_is_shown_in_words_with_the_position_it_favours() -> None:
+    assert schema.verdict_words("better-grounded", "For pricing") == "Better grounded: For pricing"
+    assert (
+        schema.verdict_words("engagement-asymmetry", "Against pricing")
+        == "Engagement asymmetry: Against pricing"
+    )
+    assert schema.verdict_words("genuinely-contested") == "Genuinely contested"
+    assert schema.verdict_words("unresolved-by-corpus", "For pricing") == "Unresolved by the knowledge base"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_whole_debate_names_its_seats_and_its_verdict_in_words_never_by_position_id(
+    moderator_client: Client, demo_kb: Any
+) -> None:
+    """The demo KB's positions are `pro-pricing` and `con-pricing`: the agents cite them, the page says "For pricing"
+    and "Against pricing" (seat names, turn headers, ledger, outcome, the verdict), and keeps the ids only in
+    attributes."""
+    run = services.run_create(
+        protocol="kb-debate",
+        topic="Does congestion pricing cut traffic without unfair harm?",
+        kb=demo_kb,
+        config={},
+        seed=7,
+        backend_options={"cps": 0},
+        enqueue=False,
+    )
+    assert run_to_stop(run) == "done"
+    assert sorted(run.seats.filter(role="debater").values_list("name", flat=True)) == [
+        "Against pricing",
+        "For pricing",
+    ]
+    html = page(moderator_client, run)
+    # The material is the KB's text as the agents read it, shown verbatim: it keeps the KB's own ids.
+    shown = re.sub(r'<details class="material">.*?</details>', " ", html, flags=re.S)
+    visible = unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)\b.*?</\1>", " ", shown, flags=re.S)))
+    assert "Against pricing" in visible and "For pricing" in visible
+    assert "pro-pricing" not in visible and "con-pricing" not in visible
+    assert "debater-" not in visible  # nor by its seat's handle (a proposal's author)
+    label = re.search(
+        r'id="verdict".*?class="badge verdict-label[^"]*" data-verdict="([^"]+)">([^<]+)<', html, re.S
+    )
+    assert label is not None
+    raw, words = label.groups()
+    name, position = schema.verdict_parts(raw)
+    names = {"pro-pricing": "For pricing", "con-pricing": "Against pricing"}
+    assert words == schema.verdict_words(name, names.get(position, ""))
+    assert "-" not in words  # "Genuinely contested", not "genuinely-contested"

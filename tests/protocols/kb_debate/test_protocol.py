@@ -4,6 +4,7 @@ engagement edges, and full simulated debates over the demo KB and a second KB on
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -952,7 +953,10 @@ def _assert_the_debate_played_out(run: Run) -> None:
     moderator = [t.payload for t in run.turns.filter(task="moderator")]
     assert any(p["deflections"] for p in moderator)
     assert any('Ruling: claim "' in p["text"] and "is CLOSED as" in p["text"] for p in moderator)
-    assert any(d["text"].startswith("Deflection: Position ") for p in moderator for d in p["deflections"])
+    # The moderator names a position as the page does ("For pricing"), not by its id ("pro-pricing").
+    assert any(
+        re.match(r"Deflection: (For|Against) ", d["text"]) for p in moderator for d in p["deflections"]
+    )
     downgrades = ProposedMutation.objects.filter(run=run, kind="status-downgrade")
     assert downgrades.count() >= 2
     # Every opening claim was answered; every claim still live is listed as left open, with why, in the
