@@ -203,7 +203,7 @@ def _opening(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     )
     questions = {n: text for n, text, _ in graph.kb.central_questions}
     lines = [
-        f"Opening for **{_named(position)}** on “{request.view.topic}”.",
+        f"**{_named(position)}**: opening statement on “{request.view.topic}”.",
         "I cite the knowledge base by argument id and source path, at the ratings it gives.",
     ]
     for argument, presented in chosen:
