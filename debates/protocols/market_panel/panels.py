@@ -16,6 +16,21 @@ from debates.protocols.schemas import flags_at
 
 register = template.Library()
 
+
+@register.filter
+def seat_label(handle: Any) -> str:
+    """{{ row.seat|seat_label }}: "tech_bull" shown as "Technical bull" (protocol.seat_name)."""
+    from debates.protocols.market_panel.protocol import seat_name
+
+    return seat_name(str(handle or ""))
+
+
+@register.filter
+def challenge_label(challenge_type: Any) -> str:
+    """{{ c.challenge_type|challenge_label }}: "question_evidence" shown as "question evidence"."""
+    return str(challenge_type or "").replace("_", " ")
+
+
 # How a flagged item is marked beside it on the turn card (the card's flag list has the detail).
 FLAG_MARKS = {
     "number_mismatch": "not the KB's value",

@@ -162,6 +162,15 @@ def seat_handle(lens: str, stance: str) -> str:
     return f"{lens_prefix(lens)}_{stance}"
 
 
+def seat_name(handle: str) -> str:
+    """A seat as pages name it: "tech_bull" is "Technical bull", "judge" "Judge" (as `seats` names them)."""
+    prefix, _, stance = handle.rpartition("_")
+    if not prefix or not stance:
+        return handle.replace("_", " ").capitalize()
+    lens = next((lens for lens, p in LENS_PREFIX.items() if p == prefix), prefix)
+    return f"{lens.capitalize()} {stance}"
+
+
 def arg_id(seat: str, number: int) -> str:
     return f"{seat}_arg_{number}"
 
@@ -435,7 +444,7 @@ def cross_shortfall(payload: Mapping[str, Any] | None, targets: Sequence[str], o
     if challenged >= needed:
         return ""
     return (
-        f"It challenges {challenged} of {opponent}'s {len(targets)} arguments; each side must challenge at least "
+        f"It challenges {challenged} of {seat_name(opponent)}'s {len(targets)} arguments; each side must challenge at least "
         f"{needed}."
     )
 
@@ -611,7 +620,10 @@ class MarketPanel(Protocol[MarketPanelConfig]):
     def seats(self, config: MarketPanelConfig) -> list[SeatSpec]:
         seats = [
             SeatSpec(
-                seat_handle(lens, stance), f"{lens.capitalize()} {stance}", "debater", f"{lens} / {stance}"
+                seat_handle(lens, stance),
+                seat_name(seat_handle(lens, stance)),
+                "debater",
+                f"{lens} / {stance}",
             )
             for lens in config.lenses
             for stance in config.stances

@@ -475,7 +475,8 @@ ADJUST = {"refute": -0.2, "question_evidence": -0.1, "partial": -0.05, "concede"
 def _closing(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     context = request.step.context
     tree = context["kb_slice"]
-    opponent, stance, lens = context["opponent"], context["stance"], context["lens"]
+    # The opponent by name in prose ("Fundamental bear"), as the page shows it; the context gives its handle.
+    opponent, stance, lens = proto.seat_name(context["opponent"]), context["stance"], context["lens"]
     received = {c["target_id"]: c for c in context["challenges_received"]}
     refined, abandoned, concessions = [], [], []
     for argument in context["own_arguments"]:
@@ -677,7 +678,7 @@ def _judgement(rng: random.Random, request: AgentRequest) -> dict[str, Any]:
     if context["mismatches"]:
         insight += f" {len(context['mismatches'])} cited figure(s) did not match the knowledge base."
     issues = [
-        f"{m['seat']} quotes {m['quoted']} for {m['path']}; the knowledge base has {number(m['kb_value'])}."
+        f"{proto.seat_name(m['seat'])} quotes {m['quoted']} for {m['path']}; the knowledge base has {number(m['kb_value'])}."
         for m in context["mismatches"]
     ]
     return {

@@ -61,7 +61,7 @@ def test_the_schema_asks_one_answer_per_opponent_argument_the_fewest_any_opponen
 def test_an_answer_that_challenges_fewer_than_half_is_sent_back_once_with_the_reason() -> None:
     step = cross_steps(HISTORY)["tech_bull"]
     assert asks(step, answer("refute", "concede"), HISTORY) == [
-        "on_arg_0, on_arg_1, on_arg_2: It challenges 1 of tech_bear's 3 arguments; each side must challenge at "
+        "on_arg_0, on_arg_1, on_arg_2: It challenges 1 of Technical bear's 3 arguments; each side must challenge at "
         "least 2. Challenge (refute, question_evidence or partial) at least half; concede only what truly holds."
     ]
     assert asks(step, answer("refute", "partial"), HISTORY) == []
@@ -99,7 +99,7 @@ def test_an_answer_still_short_after_the_repair_is_kept_as_written_and_flagged()
         Flag(
             "too_few_challenges",
             "challenges",
-            "It challenges 1 of tech_bear's 3 arguments; each side must challenge at least 2.",
+            "It challenges 1 of Technical bear's 3 arguments; each side must challenge at least 2.",
         )
     ]
     enough = PROTOCOL.accept(step, step.schema.model_validate(answer("refute", "partial")), the_view)

@@ -153,11 +153,19 @@ def test_the_page_shows_the_trace_table_chart_flags_and_weights(moderator_client
     assert chart is not None and json.loads(unescape(chart.group(1))) == outcome["chart"]
     handshakes = unescape(html[html.index('id="market-handshakes"') :])
     assert "handshake round" in handshakes[: handshakes.index("</ul>")]
+    # Seats by name and challenges in words, not by handle or enum value (those stay in attributes).
+    shown = re.sub(r"<[^>]+>", " ", handshakes[: handshakes.index("</ul>")])
+    assert "Technical bull challenged" in shown and "tech_bull" not in shown
+    visible = re.sub(r"<[^>]+>", " ", unescape(html[html.index('id="scorecard"') :]))
+    handle = re.search(r"\b(tech|fund|macro|senti)_(bull|bear)\b(?!_arg)", visible)
+    assert "question_evidence" not in visible and handle is None, (
+        visible[handle.start() - 200 : handle.end() + 50] if handle else ""
+    )
     mismatches = unescape(html[html.index('id="market-mismatches"') :])
     mismatches = mismatches[: mismatches.index("</div>")]
     text = re.sub(r"<[^>]+>", "", mismatches)
     assert (
-        "fund_bull (fund_bull_arg_0) quotes 4.5 for sectors.XLK.change_20d_pct; the knowledge base has 3.9."
+        "Fundamental bull (fund_bull_arg_0) quotes 4.5 for sectors.XLK.change_20d_pct; the knowledge base has 3.9."
         in text
     )
     weights = unescape(html[html.index('id="market-weights"') :])
