@@ -179,6 +179,10 @@ def test_a_finished_consultation_shows_the_strip_verdict_tables_and_warnings(
     history = re.search(r'<details id="consultation-transitions".*?</details>', html, re.S).group(0)  # type: ignore[union-attr]
     assert history.count("<li ") == 7 and "verdict → complete" in unescape(history)
     assert 'id="pick-form"' not in html  # converge mode: nothing to pick
+    artifacts = re.search(r'<p class="muted" id="consultation-artifacts">.*?</p>', html, re.S).group(0)  # type: ignore[union-attr]
+    assert (
+        "R3 cross-examination" in artifacts and "cross_exam" not in artifacts
+    )  # in words, not the file type
 
 
 def test_an_early_stop_shows_the_rounds_it_skipped(moderator_client: Client) -> None:
