@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import ConsoleMessage, Locator, Page, expect
 
 from debates.models import Run
-from debates.protocols.kb_debate.ledger import ORBIT_EDGES
+from debates.protocols.kb_debate.ledger import ORBIT_EDGES, position_label
 from debates.selectors.panels import run_protocol_context
 from kb.models import Argument, ProposedMutation
 
@@ -194,9 +194,10 @@ def test_a_ruling_a_deflection_callout_and_an_approved_downgrade_update_the_page
     expect(mine.locator(".ruling")).to_contain_text("is CLOSED as refuted.")
     expect(mine.locator(".ruling")).to_contain_text("Justification: Traceback of")
     deflection = mine.locator(".deflection")
-    expect(deflection).to_contain_text(f"Deflection: Position {position} has cited {cited}")
+    side = position_label(position)  # shown by name ("Against pricing"), not by its id
+    expect(deflection).to_contain_text(f"Deflection: {side} has cited {cited}")
     expect(deflection).to_contain_text("(layer: ")
-    expect(deflection).to_contain_text(f"Position {position} has not engaged {target} at its actual layer")
+    expect(deflection).to_contain_text(f"{side} has not engaged {target} at its actual layer")
     for watcher in (page, viewer_page):
         expect(entry(watcher, entry_id)).to_have_attribute("data-status", "closed", timeout=SEE)
         expect(entry(watcher, entry_id).locator(".closure")).to_contain_text(f"({arg}) is CLOSED as refuted.")

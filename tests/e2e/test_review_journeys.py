@@ -15,6 +15,8 @@ import pytest
 from playwright.sync_api import ConsoleMessage, Page, expect
 
 from debates.models import Run
+from debates.protocols.kb_debate.ledger import position_label
+from debates.protocols.kb_debate.schema import verdict_words
 from kb.models import Revision
 from tests.e2e.conftest import run_to_the_end
 
@@ -87,8 +89,12 @@ def test_read_a_finished_debate_follow_its_threads_and_revisions_and_compare_two
     expect(page.locator("#reader #round-1 .round-title")).to_have_text("Round 1 · Openings")
     expect(page.locator("#reader article.turn")).to_have_count(a.turns.count())
     verdict = a.outcome["verdict"]
-    label = verdict["label"] + (f":{verdict['position']}" if verdict.get("position") else "")
-    expect(page.locator("#reader #kb-debate-outcome .verdict-label").first).to_have_text(label)
+    raw = verdict["label"] + (f":{verdict['position']}" if verdict.get("position") else "")
+    badge = page.locator("#reader #kb-debate-outcome .verdict-label").first
+    expect(badge).to_have_attribute("data-verdict", raw)
+    # In words: "Genuinely contested", "Better grounded: For pricing".
+    named = position_label(verdict["position"]) if verdict.get("position") else ""
+    expect(badge).to_have_text(verdict_words(verdict["label"], named))
 
     # A ledger entry debated over several turns: follow its thread.
     entry = next(e for e in a.outcome["ledger"] if len(e["thread"]) >= 2)
