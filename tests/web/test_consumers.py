@@ -97,6 +97,15 @@ def socket(
     return WebsocketCommunicator(application, f"/ws/runs/{run_id}/", headers=headers)
 
 
+async def needs_you_socket(user: Any) -> WebsocketCommunicator:
+    """An accepted "Needs you" count socket for `user` (accepted even while the layer is down)."""
+    headers = [(b"host", LOCAL_HOST), (b"origin", LOCAL_ORIGIN), (b"cookie", await session_cookie(user))]
+    comm = WebsocketCommunicator(application, "/ws/needs-you/", headers=headers)
+    connected, _ = await comm.connect(timeout=10)
+    assert connected
+    return comm
+
+
 async def connected_socket(run_id: int, user: Any) -> tuple[WebsocketCommunicator, str]:
     """An accepted socket for `user` and its first frame (the snapshot)."""
     comm = socket(run_id, cookie=await session_cookie(user))
@@ -665,17 +674,7 @@ async def test_a_wake_up_that_comes_while_the_count_is_read_is_counted_again(
 
     settings.DISPUTA = {**settings.DISPUTA, "NEEDS_YOU_COALESCE_SECONDS": 0.01}
     run = await sync_to_async(make_run)(config={"examiner": "human"})
-    comm = WebsocketCommunicator(
-        application,
-        "/ws/needs-you/",
-        headers=[
-            (b"host", LOCAL_HOST),
-            (b"origin", LOCAL_ORIGIN),
-            (b"cookie", await session_cookie(moderator)),
-        ],
-    )
-    connected, _ = await comm.connect(timeout=10)
-    assert connected
+    comm = await needs_you_socket(moderator)
     try:
         assert 'data-count="0"' in await comm.receive_from(timeout=5)
         reading, released = threading.Event(), threading.Event()
@@ -712,17 +711,7 @@ async def test_the_needs_you_count_joins_again_and_recounts_after_an_outage(
     from debates.engine.attention import ATTENTION_GROUP
 
     breakable_layer.break_()
-    comm = WebsocketCommunicator(
-        application,
-        "/ws/needs-you/",
-        headers=[
-            (b"host", LOCAL_HOST),
-            (b"origin", LOCAL_ORIGIN),
-            (b"cookie", await session_cookie(moderator)),
-        ],
-    )
-    connected, _ = await comm.connect(timeout=10)  # joining failed: accepted all the same
-    assert connected
+    comm = await needs_you_socket(moderator)  # joining failed: accepted all the same
     try:
         assert 'data-count="0"' in await comm.receive_from(timeout=5)
         run = await sync_to_async(make_run)(config={"examiner": "human"})
