@@ -12,6 +12,7 @@ from django.utils.safestring import SafeString
 
 from debates.protocols.market_panel import schema
 from debates.protocols.market_panel.exports import weights_in_order
+from debates.protocols.market_panel.protocol import seat_name
 from debates.protocols.schemas import flags_at
 
 register = template.Library()
@@ -20,8 +21,6 @@ register = template.Library()
 @register.filter
 def seat_label(handle: Any) -> str:
     """{{ row.seat|seat_label }}: "tech_bull" shown as "Technical bull" (protocol.seat_name)."""
-    from debates.protocols.market_panel.protocol import seat_name
-
     return seat_name(str(handle or ""))
 
 
