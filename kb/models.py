@@ -311,6 +311,25 @@ class MutationKind(StrEnum):
     DELETE = "delete"
 
 
+# What each kind of change asks, as pages say it (a run's approvals, the KB inbox).
+MUTATION_KIND_WORDS: dict[str, str] = {
+    MutationKind.STATUS_DOWNGRADE: "lower a rating",
+    MutationKind.NEW_EDGE: "add a relation",
+    MutationKind.NEW_NODE: "add an argument",
+    MutationKind.NEW_SOURCE: "add a source",
+    MutationKind.CRITICISM_APPEND: "add a criticism",
+    MutationKind.TRACEBACK_APPEND: "add a trace-back note",
+    MutationKind.CONTRADICTION_ADDED: "record a contradiction",
+    MutationKind.STATEMENT_REWRITE: "rewrite a statement",
+    MutationKind.DELETE: "delete an argument",
+}
+
+
+def mutation_kind_words(kind: str) -> str:
+    """ "status-downgrade" said as "lower a rating"; an unknown kind as it is."""
+    return MUTATION_KIND_WORDS.get(kind, kind)
+
+
 class ProposedMutation(models.Model):
     kb = models.ForeignKey(KnowledgeBase, related_name="mutations", on_delete=models.CASCADE)
     run = models.ForeignKey("debates.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -337,6 +356,10 @@ class ProposedMutation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} on {self.kb_id} ({self.status})"
+
+    @property
+    def kind_words(self) -> str:
+        return mutation_kind_words(self.kind)
 
     @property
     def proposer(self) -> str:

@@ -105,6 +105,9 @@ class InboxTests:
         )
         html = moderator_client.get("/kb/inbox/").content.decode()
         assert f'id="mutation-{first.pk}"' in html and f'id="mutation-{second.pk}"' in html
+        # The kind in words, not its key (which stays in data-kind).
+        assert '<strong data-kind="status-downgrade">Lower a rating</strong>' in html
+        assert ">status-downgrade<" not in html
 
         approved = moderator_client.post(
             f"/kb/inbox/{first.pk}/decide/", {"decision": "approve"}, HTTP_HX_REQUEST="true"

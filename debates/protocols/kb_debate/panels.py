@@ -10,6 +10,7 @@ from django import template
 from debates.protocols.kb_debate.console import console_context
 from debates.protocols.kb_debate.ledger import position_label as _position_label
 from debates.protocols.kb_debate.schema import verdict_words
+from kb.models import mutation_kind_words
 
 register = template.Library()
 
@@ -24,6 +25,12 @@ def position_label(position: Any) -> str:
 def position_labels(positions: Any) -> str:
     """{{ row.engaged_by|position_labels }}: "For pricing, Against pricing"."""
     return ", ".join(_position_label(str(p)) for p in positions or ())
+
+
+@register.filter
+def mutation_kind(kind: Any) -> str:
+    """{{ m.kind|mutation_kind }}: "status-downgrade" shown as "lower a rating" (kb.models.MUTATION_KIND_WORDS)."""
+    return mutation_kind_words(str(kind or ""))
 
 
 @register.filter
