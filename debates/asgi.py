@@ -14,6 +14,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from debates.platform.tcp_writes import eager_writes_install  # noqa: E402
+from debates.platform.ws_prepared import DaphneConnections  # noqa: E402
 from debates.startup import ResumeOnStartup  # noqa: E402
 from debates.web.origin import SameOriginValidator  # noqa: E402
 from debates.web.request_limits import BodySizeLimit, daphne_body_limit_install  # noqa: E402
@@ -28,9 +29,12 @@ application = ResumeOnStartup(
     ProtocolTypeRouter(
         {
             "http": BodySizeLimit(django_asgi_app),
-            # Host in ALLOWED_HOSTS (channels), then the whole origin, port included, is this site's own.
-            "websocket": AllowedHostsOriginValidator(
-                SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))  # type: ignore[arg-type]
+            # Host in ALLOWED_HOSTS (channels), then the whole origin, port included, is this site's own. Each
+            # socket's Daphne connection in its scope: a frame many viewers get is framed once for all of them.
+            "websocket": DaphneConnections(
+                AllowedHostsOriginValidator(
+                    SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))  # type: ignore[arg-type]
+                )
             ),
         }
     )

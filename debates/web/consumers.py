@@ -12,7 +12,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -22,6 +22,7 @@ from debates.engine.attention import ATTENTION_GROUP
 from debates.engine.publish import run_group
 from debates.models import Run
 from debates.platform.conf import conf
+from debates.platform.ws_prepared import SCOPE_KEY, DaphneConnection, prepared_text
 from debates.selectors import runs as selectors
 from debates.selectors.inbox import needs_you_count
 from debates.services import quotas
@@ -187,13 +188,21 @@ class RunConsumer(AsyncWebsocketConsumer):
             if event.get("panels"):
                 panels, viewer_panels = True, event.get("viewer_panels")
         self.pending = {seq: e for seq, e in self.pending.items() if seq > self.sent_seq}
+        own = False  # this viewer's own panels (a moderator's controls): a frame no other viewer gets
         if panels or self.panels_stale:
             if viewer_panels is None or self.moderator:
-                viewer_panels = await self._panels()
+                viewer_panels, own = await self._panels(), True
             if viewer_panels:
                 html.append(viewer_panels)
         if html:
-            await self.send(text_data="".join(html))
+            await self._send_frame("".join(html), shared=not own)
+
+    async def _send_frame(self, html: str, *, shared: bool) -> None:
+        """A frame the run's other viewers in this process get too (`shared`) is framed once for all of them and
+        written to each Daphne connection as bytes (debates.platform.ws_prepared); others go the ASGI way."""
+        connection = cast("DaphneConnection | None", self.scope.get(SCOPE_KEY)) if shared else None
+        if connection is None or not connection.send_prepared(prepared_text(html)):
+            await self.send(text_data=html)
 
     async def _panels(self) -> str:
         """This viewer's panels, or "" if the database cannot be reached: the events' frames still go out, and
@@ -220,7 +229,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         # arrives whole with its own event).
         html = "".join(part["html"] for part in event["parts"] if int(part["first_seq"]) <= self.sent_seq)
         if html:
-            await self.send(text_data=html)
+            await self._send_frame(html, shared=True)
 
     async def _replay(self) -> None:
         html, last = await database_sync_to_async(frames.replay_frames)(

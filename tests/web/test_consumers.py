@@ -24,6 +24,7 @@ from debates.engine.publish import run_group
 from debates.engine.runner import run_execute
 from debates.models import HumanAction, Run, RunEvent, Turn
 from debates.platform.channel_layers import InMemoryChannelLayer
+from debates.platform.ws_prepared import SCOPE_KEY
 from debates.web.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
 from tests.conftest import EXPECTED_KEYS, run_to_stop
 
@@ -45,6 +46,7 @@ APPENDED = re.compile(
 COMMITTED = re.compile(r'<article [^>]*data-status="committed" data-key="([^"]+)"')
 STATUS = re.compile(r'<section id="run-status"[^>]*data-status="([a-z_]+)" data-seq="(\d+)"')
 LIVE_BODY = re.compile(r'<div id="turn-[^"]+-live"')
+CONTROL = 'id="control-pause"'  # a moderator's controls, rendered for them alone
 
 
 class DroppingChannelLayer(InMemoryChannelLayer):
@@ -420,6 +422,76 @@ async def test_a_runs_sockets_in_one_process_share_one_channel_of_the_layer(make
         for comm, _ in sockets:
             await comm.disconnect()
     assert not layer.groups.get(run_group(run.pk))
+
+
+class RecordingConnection:
+    """Stands for the Daphne connection behind a socket (debates.platform.ws_prepared): keeps the prepared frames
+    written to it, in order."""
+
+    def __init__(self) -> None:
+        self.frames: list[Any] = []
+
+    def send_prepared(self, prepared: Any) -> bool:
+        self.frames.append(prepared)
+        return True
+
+    def texts(self) -> list[str]:
+        return [_frame_text(frame) for frame in self.frames]
+
+
+def _frame_text(prepared: Any) -> str:
+    """The text of a server's unmasked frame (RFC 6455 §5.2: the length in 7, 16 or 64 bits after the first byte)."""
+    data = prepared.payloadHybi
+    length = data[1] & 0x7F
+    start = {126: 4, 127: 10}.get(length, 2)
+    return data[start:].decode()
+
+
+async def socket_on_connection(
+    run_id: int, user: Any, connection: RecordingConnection
+) -> WebsocketCommunicator:
+    comm = socket(run_id, cookie=await session_cookie(user))
+    comm.scope[SCOPE_KEY] = connection  # as DaphneConnections puts it, under Daphne
+    connected, _ = await comm.connect(timeout=10)
+    assert connected
+    return comm
+
+
+async def test_a_frame_every_viewer_gets_is_framed_once_and_a_moderators_own_panels_go_apart(
+    make_run, viewer, moderator
+):
+    run = await sync_to_async(make_run)(backend_options=STREAMING)
+    watching, moderating = RecordingConnection(), RecordingConnection()
+    viewer_socket = await socket_on_connection(run.pk, viewer, watching)
+    moderator_socket = await socket_on_connection(run.pk, moderator, moderating)
+    try:
+        assert await run_execute(run.pk) == "done"
+        moderator_asgi = [await moderator_socket.receive_from(timeout=5)]  # the snapshot goes the ASGI way
+        await asyncio.sleep(0.5)
+        while not await moderator_socket.receive_nothing(timeout=0.5):
+            moderator_asgi.append(await moderator_socket.receive_from())
+        viewer_asgi = [await viewer_socket.receive_from(timeout=5)]
+        assert await viewer_socket.receive_nothing(
+            timeout=0.5
+        )  # everything after a viewer's snapshot is shared
+    finally:
+        await viewer_socket.disconnect()
+        await moderator_socket.disconnect()
+
+    run = await Run.objects.aget(pk=run.pk)
+    shared = watching.texts()
+    # The viewer saw the whole run through prepared frames: every turn appended, the live text, the end.
+    assert appended_keys(shared) == await sync_to_async(turn_keys_in_order)(run.pk)
+    assert any(LIVE_BODY.search(frame) for frame in shared)
+    assert last_status(shared) == ("completed", str(run.last_seq))
+    # A frame both got was framed once: the same prepared message went to both connections.
+    both = {id(frame) for frame in watching.frames} & {id(frame) for frame in moderating.frames}
+    assert len(both) >= len([f for f in shared if LIVE_BODY.search(f)]) > 0
+    # The moderator's controls never went into a shared frame: the frames that hold them came the ASGI way, to
+    # the moderator alone.
+    assert not any(CONTROL in frame for frame in [*shared, *moderating.texts()])
+    assert any(CONTROL in frame for frame in moderator_asgi[1:])
+    assert CONTROL not in viewer_asgi[0]
 
 
 async def test_a_socket_whose_snapshot_fails_leaves_its_runs_feed(make_run, moderator, monkeypatch):
