@@ -66,6 +66,10 @@ def consultation_states(state_events: list[tuple[dict[str, Any], Any]]) -> dict[
     }
 
 
+# An artifact type as the page names it, where its key is not already a word ("R3 cross-examination").
+ARTIFACT_LABELS = {"cross_exam": "cross-examination"}
+
+
 @register.simple_tag
 def consultation_panel(run: Run) -> dict[str, Any]:
     """Everything the consultation's side panel shows: states, the estimate, the cost gate's answer and the 150 %
@@ -90,7 +94,12 @@ def consultation_panel(run: Run) -> dict[str, Any]:
             "warnings": [w for a in artifacts for w in a.get("warnings", [])],
             "artifact_errors": [e for a in artifacts for e in a.get("errors", [])],
             "artifacts": [
-                {"round": a.get("round_number"), "type": a.get("artifact_type"), "turn": a.get("turn", "")}
+                {
+                    "round": a.get("round_number"),
+                    "type": a.get("artifact_type"),
+                    "label": ARTIFACT_LABELS.get(a.get("artifact_type"), a.get("artifact_type")),
+                    "turn": a.get("turn", ""),
+                }
                 for a in artifacts
             ],
         }
