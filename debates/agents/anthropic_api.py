@@ -21,7 +21,6 @@ import anthropic
 from debates.agents.base import AgentRequest, BackendError, Delta, Result
 from debates.agents.catalog import anthropic_unavailable_reason
 from debates.agents.pricing import call_estimate, model_accepts_temperature, tokens_estimate, usage_priced
-from debates.agents.prompts import Prompt, prompt_render
 from debates.agents.remote import (
     ClientPerLoop,
     body_error,
@@ -50,8 +49,8 @@ def _new_client() -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(max_retries=conf("SDK_MAX_RETRIES"), timeout=conf("API_TIMEOUT_SECONDS"))
 
 
-def request_params(request: AgentRequest, prompt: Prompt | None = None) -> dict[str, Any]:
-    prompt = prompt or prompt_render(protocol=request.protocol, step=request.step, view=request.view)
+def request_params(request: AgentRequest) -> dict[str, Any]:
+    prompt = request.prompt()
     system = [{"type": "text", "text": prompt.shared, "cache_control": EPHEMERAL}]
     content: list[dict[str, Any]] = [{"type": "text", "text": block} for block in prompt.transcript]
     if content:
@@ -176,10 +175,9 @@ class AnthropicBackend:
         if anthropic_unavailable_reason():
             return Usage()  # each call will fail the run with the reason
         for request in requests:
-            prompt = prompt_render(protocol=request.protocol, step=request.step, view=request.view)
-            if tokens_estimate(prompt.prefix) < MIN_WARM_TOKENS:
+            if tokens_estimate(request.prompt().prefix) < MIN_WARM_TOKENS:
                 continue
-            params = request_params(request, prompt)
+            params = request_params(request)
             identity = json.dumps(
                 [params["model"], params["system"], params["messages"][0]["content"][:-1]], sort_keys=True
             )

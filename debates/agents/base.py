@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from debates.agents.catalog import (
@@ -16,6 +16,7 @@ from debates.agents.catalog import (
     openai_models,
     openai_unavailable_reason,
 )
+from debates.agents.prompts import Prompt, prompt_render
 from debates.agents.usage import Usage
 from debates.contract import RunView, Step
 
@@ -55,6 +56,22 @@ class AgentRequest:
     # Sent only where the model accepts one (pricing.model_accepts_temperature); None: the model's default.
     temperature: float | None = None
     repair: Repair | None = None
+    # A call's prompt is rendered once: its estimate, its cache warm-up and the call itself each need it.
+    _prompts: dict[bool, Prompt] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def prompt(self, *, schema_in_text: bool = False) -> Prompt:
+        """The call's prompt (debates.agents.prompts.prompt_render), rendered on first use."""
+        if schema_in_text not in self._prompts:
+            self._prompts[schema_in_text] = prompt_render(
+                protocol=self.protocol, step=self.step, view=self.view, schema_in_text=schema_in_text
+            )
+        return self._prompts[schema_in_text]
+
+    def again(self, *, attempt: int, repair: Repair | None) -> AgentRequest:
+        """The same call made again (a retry, a repair): its prompt is the same, so it is not rendered again."""
+        request = replace(self, attempt=attempt, repair=repair)
+        request._prompts.update(self._prompts)
+        return request
 
 
 class BackendError(Exception):

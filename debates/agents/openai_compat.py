@@ -17,7 +17,6 @@ import openai
 from debates.agents.base import AgentRequest, BackendError, Delta, Result
 from debates.agents.catalog import OFFICIAL_OPENAI_BASE_URL, openai_base_url, openai_unavailable_reason
 from debates.agents.pricing import call_estimate, model_accepts_temperature, usage_priced
-from debates.agents.prompts import prompt_render
 from debates.agents.remote import (
     ClientPerLoop,
     body_error,
@@ -45,9 +44,7 @@ def _new_client() -> openai.AsyncOpenAI:
 
 def request_params(request: AgentRequest) -> dict[str, Any]:
     mode = conf("OPENAI_RESPONSE_FORMAT")
-    prompt = prompt_render(
-        protocol=request.protocol, step=request.step, view=request.view, schema_in_text=mode != "json_schema"
-    )
+    prompt = request.prompt(schema_in_text=mode != "json_schema")
     params: dict[str, Any] = {
         "model": request.model,
         "messages": [

@@ -24,7 +24,6 @@ from typing import Any
 from django.conf import settings
 
 from debates.agents.base import AgentRequest, BackendError, Delta, Result
-from debates.agents.prompts import prompt_render
 from debates.agents.usage import Usage
 
 FALLBACK_MATERIAL = (
@@ -79,7 +78,7 @@ class SimulatedBackend:
     label = "simulated"
 
     def estimate(self, request: AgentRequest) -> Usage:
-        prompt = prompt_render(protocol=request.protocol, step=request.step, view=request.view)
+        prompt = request.prompt()
         return Usage(input_tokens=len(prompt.text) // 4 + 1, output_tokens=request.max_tokens)
 
     async def warm(self, requests: Sequence[AgentRequest]) -> Usage:
@@ -111,7 +110,7 @@ class SimulatedBackend:
                     await asyncio.sleep(delay)
             sent += len(chunk)
             yield Delta(chunk)
-        prompt = prompt_render(protocol=request.protocol, step=step, view=request.view)
+        prompt = request.prompt()
         usage = Usage(input_tokens=len(prompt.text) // 4, output_tokens=max(1, len(text) // 4))
         yield Result(text=text, payload=payload, usage=usage, model="simulated")
 

@@ -23,7 +23,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from typing import Any, cast
 
@@ -378,7 +377,7 @@ class Runner:
         while True:
             try:
                 backend = backend_get(claimed.seat.backend)
-                request = replace(request, attempt=attempt, repair=repair)
+                request = request.again(attempt=attempt, repair=repair)
                 estimate = backend.estimate(request)
             except BackendError as error:
                 return await self._fail_run(error)

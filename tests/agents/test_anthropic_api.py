@@ -13,6 +13,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
+from debates.agents import base as agents_base
 from debates.agents.base import backend_choices
 from debates.devtools.fake_llm import FakeLLMServer, Fault, RecordedRequest
 from debates.engine import registry
@@ -136,6 +137,23 @@ class FullDebateTests:
         assert later[: len(prefixes[0]) - 1] == [
             {k: v for k, v in block.items() if k != "cache_control"} for block in prefixes[0][:-1]
         ]
+
+    def test_a_calls_prompt_is_rendered_once_for_its_estimate_its_warm_up_and_the_call(
+        self, make_paid_run: Any, anthropic_api: Any, monkeypatch: pytest.MonkeyPatch
+    ):
+        rendered: list[str] = []
+        render = agents_base.prompt_render
+
+        def render_counted(**kwargs: Any) -> Any:
+            rendered.append(kwargs["step"].key)
+            return render(**kwargs)
+
+        monkeypatch.setattr(agents_base, "prompt_render", render_counted)
+        run_to_stop(make_paid_run())
+        assert len(warmups(anthropic_api)) == 2  # the parallel stages' members were estimated and warmed too
+        calls_made = sorted(step_key(r) for r in anthropic_api.requests if step_key(r))
+        assert sorted(calls_made) == sorted(EXPECTED_KEYS)
+        assert sorted(rendered) == calls_made
 
     def test_a_parallel_stage_pays_one_cache_write(self, make_paid_run: Any, anthropic_api: Any):
         run_to_stop(make_paid_run())

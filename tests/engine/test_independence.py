@@ -8,8 +8,8 @@ prompt is the same whether the stage runs
 - after a crash in the middle of the stage (one sibling committed, the others left streaming by a runner that
   died; the next runner takes the run over when the lease expires and starts them again).
 
-The prompts are those the simulated backend renders for the runner's own calls. A sibling's turn must never appear
-in another sibling's transcript: each step declares what it may see (`Step.sees`)."""
+The prompts are those rendered for the runner's own calls (a request renders its prompt once). A sibling's turn
+must never appear in another sibling's transcript: each step declares what it may see (`Step.sees`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pytest
 from django.utils import timezone
 from pydantic import BaseModel
 
-from debates.agents import simulated
+from debates.agents import base as agents_base
 from debates.agents.prompts import Prompt, prompt_render
 from debates.contract import Step, Steps
 from debates.engine import registry
@@ -44,7 +44,7 @@ PROTOCOLS = [p.name for p in registry.all_protocols()]
 
 @pytest.fixture
 def rendered(monkeypatch: pytest.MonkeyPatch) -> dict[str, Prompt]:
-    """The prompt of each step key as the simulated backend last rendered it for a call of the runner."""
+    """The prompt of each step key as last rendered for a call of the runner (once per call: its request's)."""
     prompts: dict[str, Prompt] = {}
 
     def recording(*, protocol: str, step: Step, view: Any, schema_in_text: bool = False) -> Prompt:
@@ -52,7 +52,7 @@ def rendered(monkeypatch: pytest.MonkeyPatch) -> dict[str, Prompt]:
         prompts[step.key] = prompt
         return prompt
 
-    monkeypatch.setattr(simulated, "prompt_render", recording)
+    monkeypatch.setattr(agents_base, "prompt_render", recording)
     return prompts
 
 
