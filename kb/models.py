@@ -286,6 +286,11 @@ class Revision(models.Model):
     def __str__(self) -> str:
         return self.r_id
 
+    @property
+    def type_words(self) -> str:
+        """The revision's type as pages say it ("lower a rating"); revisions.md keeps the type itself."""
+        return mutation_kind_words(self.type)
+
 
 class MutationStatus(models.TextChoices):
     PENDING = "pending"

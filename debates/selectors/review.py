@@ -120,6 +120,7 @@ def run_revisions(run: Run) -> list[dict[str, Any]]:
                 "dom_id": f"revision-{r.r_id}",
                 "heading": r.heading,
                 "type": r.type,
+                "type_words": r.type_words,
                 "target": r.target,
                 "change": r.change,
                 "justification": r.justification,

@@ -227,7 +227,8 @@ def test_c_moderator_approves_and_rejects_proposals_and_the_kb_shows_it(
     page.goto(f"{live_daphne}/kb/{SLUG}/")
     revision = page.locator("#revision-R-001")
     expect(revision).to_be_visible()
-    expect(revision.locator("td").nth(2)).to_have_text("status-downgrade")
+    expect(revision.locator("td").nth(2)).to_have_text("Lower a rating")  # the type in words
+    expect(revision.locator("td").nth(2)).to_have_attribute("data-type", "status-downgrade")
     expect(revision.locator("td").nth(3)).to_have_text(approved_arg)
     expect(revision.locator("td").nth(4)).to_have_text("status strong → contested")
     expect(revision).to_contain_text(f"proposal #{approved.pk} by {PROPOSER}")

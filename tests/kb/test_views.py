@@ -122,6 +122,9 @@ class InboxTests:
         statuses = dict(small_kb.arguments.values_list("arg_id", "status"))
         assert (statuses["arg-002"], statuses["arg-003"]) == ("contested", "contested")
         assert list(small_kb.revisions.values_list("r_id", flat=True)) == ["R-001"]
+        # The KB page's revisions log names the type in words too; the type itself stays in data-type.
+        kb_page = moderator_client.get(f"/kb/{small_kb.slug}/").content.decode()
+        assert '<td data-type="status-downgrade">Lower a rating</td>' in kb_page
 
     def test_a_viewer_cannot_decide(self, viewer_client, small_kb):
         mutation = mutation_propose(

@@ -224,6 +224,7 @@ def test_a_revision_links_to_the_turn_that_triggered_it_and_back(moderator_clien
     item = element(revisions, f"revision-{revision.r_id}", "</article>")
     assert f'class="revision-turn" href="#{T4}"' in item and ">turn 4</a>" in item
     assert "status contested → weak" in item
+    assert '<span class="badge" data-type="status-downgrade">Lower a rating</span>' in item
     assert f'href="/kb/congestion-pricing/#revision-{revision.r_id}"' in item
     assert f'href="#revision-{revision.r_id}" data-revision="{revision.r_id}"' in element(
         html, T4, "</article>"
