@@ -77,6 +77,17 @@ def cross_challenges(data: Any) -> list[Mapping[str, Any]]:
 
 
 @register.filter
+def judge_scores(scores: Any) -> list[Mapping[str, Any]]:
+    """The judge's scores, a row per argument: as stored (a list, each with its `argument_id`), or while the
+    judge streams as asked (one property per argument id, `schemas.one_per`), in the order they arrive."""
+    if isinstance(scores, list):
+        return [s for s in scores if isinstance(s, Mapping)]
+    if not isinstance(scores, Mapping):
+        return []
+    return [{**row, "argument_id": arg} for arg, row in scores.items() if isinstance(row, Mapping)]
+
+
+@register.filter
 def evidence_points(evidence: Any) -> list[dict[str, Any]]:
     """The {data_point, source} items of the list variant; [] for the string variant (or while it streams)."""
     if not isinstance(evidence, list):
@@ -115,6 +126,8 @@ def weight_label(dimension: Any) -> str:
 @register.simple_tag
 def flag_marks(flags: Any, *parts: Any) -> SafeString:
     """A mark for each flag of the item at the payload path `parts` joined with dots (`"arguments" 0 "claim"`)."""
+    if not flags:  # a streaming turn's body (it has none yet), or a turn flagged nowhere: most of them
+        return SafeString()
     where = ".".join(str(part) for part in parts)
     found = flags_at(flags, where, inside=False)
     return format_html_join(

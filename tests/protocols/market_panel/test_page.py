@@ -200,9 +200,9 @@ def test_untrusted_kb_text_is_escaped(moderator_client: Client) -> None:
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;Tech" in html
 
 
-def test_a_streaming_opening_and_challenge_render_what_has_arrived_in_the_shape_asked() -> None:
-    """What streams is the model's shape (one property per argument, one per opponent argument): the card shows it
-    as it arrives, numbered as code will number it."""
+def test_a_streaming_opening_challenge_and_judgement_render_what_has_arrived_in_the_shape_asked() -> None:
+    """What streams is the model's shape (one property per argument, one per opponent argument, the judge's scores
+    one per argument id): the card shows it as it arrives, numbered as code will number it."""
     text = (
         '{"argument_0": {"claim": "SPX above its MA200", "evidence": [{"data_point": "above", "source": "tec'
     )
@@ -218,6 +218,20 @@ def test_a_streaming_opening_and_challenge_render_what_has_arrived_in_the_shape_
     )
     assert 'data-target="…_arg_0" data-type="refute"' in html and "Lagging" in html
     assert 'data-target="…_arg_1"' in html
+    text = (
+        '{"scores": {"tech_bull_arg_0": {"logic": 7, "evidence": 8, "clarity": 8, "persuasiveness": 6, '
+        '"weighted": 7.3, "status": "WEAKENED"}, "tech_bear_arg_0": {"logic": 4'
+    )
+    html = render_to_string(
+        "debates/run_detail.html#turn-live",
+        {"card": live_card(key="r4/judgement/judge", task="judgement", protocol="market-panel", text=text)},
+    )
+    rows = re.findall(r"<tr><td>(.*?)</td><td>(\d*)", html)
+    assert rows == [
+        ("tech_bull_arg_0", "7"),
+        ("tech_bear_arg_0", "4"),
+    ]  # a row per argument as its scores come
+    assert "WEAKENED" in html
 
 
 # --- headless ------------------------------------------------------------------------------------------------------
