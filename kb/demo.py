@@ -36,6 +36,6 @@ def _demo_proposals(kb: KnowledgeBase) -> None:
             kb=kb,
             kind="status-downgrade",
             payload={"arg_id": argument.arg_id, "to": lower},
-            proposed_by="demo-reviewer",
+            proposed_by="Demo reviewer",  # a person's name, as a user's own proposal would carry
             justification=f"Demo proposal: the traceback of {argument.arg_id} looks thinner than its rating.",
         )
