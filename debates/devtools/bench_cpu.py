@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import os
 import re
 import statistics
 import time
@@ -29,6 +28,7 @@ from debates.devtools.bench_fanout import (
     BenchBroke,
     Server,
     percentile,
+    process_cpu,
     runs_watch,
     session_cookie,
 )
@@ -43,13 +43,6 @@ TARGET_FIRST_TEXT_MS = 100.0  # after the model's first token, p95
 LIVE_PART = re.compile(r'id="(turn-[^"]+)-live"')
 CURSOR = re.compile(r'<span class="cursor">.*?</span>', re.S)
 TAG = re.compile(r"<[^>]+>")
-
-
-def process_cpu(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux /proc)."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _first_text_at(frames: list[tuple[float, str]]) -> dict[str, float]:

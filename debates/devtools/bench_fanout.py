@@ -12,6 +12,8 @@ Measured per layer:
   (RunEvent.created_at); p50 and p95 over all frames of all viewers. Target p95 <= 250 ms.
 - frames per second per turn: the live (token-delta) frames one viewer got for a streaming turn, over the seconds
   the turn streamed; the maximum over turns. Target <= 20 (deltas are coalesced every DISPUTA_FLUSH_SECONDS).
+- the CPU while the debates ran (from the moderator's start to the last debate's end): Daphne's, the workers', this
+  process's (the viewers' sockets) and the machine's cores busy on average, since the viewers share the machine.
 Every viewer must also end on the run's final status at its last seq (converged), or the bench fails."""
 
 from __future__ import annotations
@@ -120,6 +122,8 @@ class Server:
             env.pop("DISPUTA_CHANNEL_LAYER", None)
         self.env = env
 
+        # CPU seconds while the debates ran (as Server.cpu_read names them), and how long they ran ("seconds").
+        self.cpu_during: dict[str, float] = {}
         self.ready_rss: dict[str, float] = {}  # each worker's resident memory once ready (MiB)
         self.peak_rss: dict[str, float] = {}
 
@@ -184,6 +188,18 @@ class Server:
                 name: process_rss_mib(p.pid) for name, p in self.popens.items() if name != "server"
             }
             self.peak_rss = dict(self.ready_rss)
+
+    def cpu_read(self) -> dict[str, float]:
+        """CPU seconds so far: Daphne's, the workers' together, this process's (the viewers' sockets), and the
+        machine's, busy and in all (over all its cores)."""
+        busy, elapsed = machine_cpu()
+        return {
+            "daphne": process_cpu(self.popens["server"].pid),
+            "workers": sum(process_cpu(p.pid) for name, p in self.popens.items() if name != "server"),
+            "viewers": process_cpu(os.getpid()),
+            "machine_busy": busy,
+            "machine_all": elapsed,
+        }
 
     def sample_rss(self) -> None:
         """Note each worker's resident memory now (its peak is reported)."""
@@ -338,6 +354,16 @@ def measure_fanout(
         except (BenchBroke, OSError, TimeoutError) as error:
             raise BenchBroke(f"{error}\nthe servers' output:\n{server.output()}") from error
     figures = _figures(layer, run_ids, audience, wall)
+    cpu, cores = server.cpu_during, os.cpu_count() or 1
+    figures["cpu"] = {
+        "seconds": cpu["seconds"],
+        "daphne": cpu["daphne"],
+        "workers": cpu["workers"] if server.scaled else None,
+        "viewers": cpu["viewers"],
+        "cores": cores,
+        # The cores busy on average: the machine's busy share of all its CPU time, times its cores.
+        "busy_cores": cores * cpu["machine_busy"] / cpu["machine_all"] if cpu["machine_all"] else 0.0,
+    }
     if server.ready_rss:
         per_worker = -(-debates // workers)
         figures["worker_ready_mib"] = max(server.ready_rss.values())
@@ -346,6 +372,22 @@ def measure_fanout(
             (server.peak_rss[name] - server.ready_rss[name]) / per_worker for name in server.ready_rss
         )
     return figures
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu() -> tuple[float, float]:
+    """The machine's busy and elapsed CPU seconds so far, summed over its cores (Linux /proc/stat: user, nice,
+    system, idle, iowait, irq, softirq, steal; the guest columns are counted in user already)."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        ticks = [int(field) for field in stat.readline().split()[1:9]]
+    hz = os.sysconf("SC_CLK_TCK")
+    return (sum(ticks) - ticks[3] - ticks[4]) / hz, sum(ticks) / hz
 
 
 def process_rss_mib(pid: int) -> float:
@@ -381,12 +423,17 @@ async def runs_watch(
     watching = [asyncio.create_task(v.watch()) for v in audience]
     try:
         await asyncio.to_thread(server.start_runners)
+        # What the machine's CPU did while the debates ran (the sockets connecting before are not counted).
+        cpu_before, cpu_started = server.cpu_read(), time.monotonic()
         await asyncio.to_thread(_runs_start, server.port, run_ids, moderator_cookie)
         deadline = time.monotonic() + RUN_SECONDS
         while True:
             server.sample_rss()
             finals = await asyncio.to_thread(_finals, run_ids)
             if all(status in TERMINAL for status, _ in finals.values()):
+                cpu_after = server.cpu_read()
+                server.cpu_during = {name: cpu_after[name] - cpu_before[name] for name in cpu_after}
+                server.cpu_during["seconds"] = time.monotonic() - cpu_started
                 break
             if time.monotonic() > deadline:
                 raise BenchBroke(f"the debates did not end within {RUN_SECONDS} s: {finals}")

@@ -11,7 +11,8 @@ import re
 import pytest
 from django.core.management import call_command
 
-from debates.devtools.bench_cpu import TOPIC_PREFIX, _first_text_at, process_cpu
+from debates.devtools.bench_cpu import TOPIC_PREFIX, _first_text_at
+from debates.devtools.bench_fanout import process_cpu
 from debates.models import Run
 
 RUN_LINE = re.compile(

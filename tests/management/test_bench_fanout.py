@@ -22,6 +22,10 @@ LINE = re.compile(
     r"median \d+\.\d over (?P<turns>\d+) turns \(target <= 20\); longest silence while a turn streams "
     r"(?P<silence>\d+) ms \(target <= 1000 ms\); (?:worker memory (?P<ready>\d+) MiB ready, (?P<peak>\d+) MiB at "
     r"peak, (?P<per_debate>-?\d+\.\d) MiB per debate it ran at once \(target <= 10\); )?"
+    r"CPU while the debates ran \((?P<cpu_wall>\d+\.\d) s\): (?:Daphne \(running the debates too\) "
+    r"(?P<serve>\d+\.\d) s|Daphne (?P<daphne>\d+\.\d) s, workers (?P<workers>\d+\.\d) s), the viewers "
+    r"\(this process\) (?P<viewers>\d+\.\d) s, the machine's (?P<cores>\d+) cores (?P<busy>\d+\.\d) busy on "
+    r"average; "
     r"[\d,]+ frames to 6 viewers in \d+\.\ds, "
     r"all converged (?P<verdict>PASS|FAIL)$"
 )
@@ -73,6 +77,15 @@ def test_bench_fanout_prints_each_layer_against_the_targets_and_cleans_up(redis_
         assert (m["per_debate"] is None) == (m["layer"] == "inmemory")
         if m["per_debate"] is not None:
             assert 0 < int(m["ready"]) <= int(m["peak"])
+        # The CPU while the debates ran: who ran them (workers on the Redis layers), and the machine as a whole.
+        assert (m["serve"] is None) == (m["layer"] != "inmemory") and (m["workers"] is None) == (
+            m["layer"] == "inmemory"
+        )
+        assert (
+            float(m["serve"] or m["workers"]) > 0 and float(m["viewers"]) >= 0
+        )  # 6 sockets: next to nothing
+        assert int(m["cores"]) == os.cpu_count()
+        assert 0 < float(m["busy"]) <= int(m["cores"]) and float(m["cpu_wall"]) > 0
         ok = (
             float(m["p95"]) <= 250
             and float(m["fps"]) <= 20

@@ -813,7 +813,7 @@ class Command(BaseCommand):
                     f"{result['fps_median']:.1f} over {result['turns_rated']} turns "
                     f"(target <= {bench_fanout.TARGET_FRAMES_PER_SECOND:.0f}); longest silence while a turn "
                     f"streams {result['silence_max_ms']:.0f} ms (target <= {bench_fanout.TARGET_SILENCE_MS:.0f} ms); "
-                    f"{memory}{result['frames']:,} frames to "
+                    f"{memory}{_cpu_during(result['cpu'])}{result['frames']:,} frames to "
                     f"{result['viewers']} viewers in {result['wall']:.1f}s, all converged "
                     f"{'PASS' if ok else 'FAIL'}"
                 )
@@ -823,6 +823,20 @@ class Command(BaseCommand):
                     f"  {result['layer']} / {base['layer']}: p95 lag x{result['p95_ms'] / base['p95_ms']:.2f}, "
                     f"wall x{result['wall'] / base['wall']:.2f}"
                 )
+
+
+def _cpu_during(cpu: dict[str, Any]) -> str:
+    """What the CPU did while the debates ran: a lag figure means little without it on a machine the benchmark's
+    own viewers share."""
+    runners = (
+        f"Daphne {cpu['daphne']:.1f} s, workers {cpu['workers']:.1f} s"
+        if cpu["workers"] is not None
+        else f"Daphne (running the debates too) {cpu['daphne']:.1f} s"
+    )
+    return (
+        f"CPU while the debates ran ({cpu['seconds']:.1f} s): {runners}, the viewers (this process) "
+        f"{cpu['viewers']:.1f} s, the machine's {cpu['cores']} cores {cpu['busy_cores']:.1f} busy on average; "
+    )
 
 
 def _redis_reachable(url: str) -> None:
