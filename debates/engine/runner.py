@@ -28,6 +28,7 @@ from typing import Any, cast
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.db import connection
 from pydantic import ValidationError
 
 from debates.agents.base import AgentRequest, BackendError, InvalidOutput, Repair, Result, Usage, backend_get
@@ -39,6 +40,7 @@ from debates.engine.crash import crash_point
 from debates.engine.effects import TurnEffects
 from debates.engine.events import events_collected
 from debates.engine.lease import LeaseLost, lease_release, lease_renew, lease_try_acquire, owner_id
+from debates.engine.progress import run_plan_forget, run_plan_note
 from debates.engine.stream import EventOutbox, LiveFrames, turn_stream
 from debates.engine.turns import (
     ClaimedTurn,
@@ -70,8 +72,12 @@ Observer = Callable[[str, dict[str, Any]], None]
 
 def run_cancel_requested(run_id: int) -> bool:
     # Read through database_sync_to_async, never the async ORM: that one keeps its thread's connection checked out
-    # of the pool (a connection per event loop that ever ran a runner).
-    return Run.objects.filter(pk=run_id, cancel_requested=True).exists()
+    # of the pool (a connection per event loop that ever ran a runner). A fixed statement, not the ORM: every
+    # runner asks several times a second.
+    with connection.cursor() as cursor:
+        cursor.execute(f'SELECT "cancel_requested" FROM "{Run._meta.db_table}" WHERE "id" = %s', [run_id])
+        row = cursor.fetchone()
+    return bool(row and row[0])
 
 
 def _agent_request(step: Step, claimed: ClaimedTurn, view: RunView, run: Run) -> AgentRequest:
@@ -197,6 +203,7 @@ class Runner:
                     )
                     return RunnerOutcome.FAILED
         finally:
+            run_plan_forget(self.run_id)
             watcher.cancel()
             self._live.stop()
             try:
@@ -261,10 +268,18 @@ class Runner:
             finally:
                 self._outbox.release()  # the next stage's start joins the last commit (hold, below)
             if decision.outcome != RunnerOutcome.STEPS:
+                run_plan_forget(self.run_id)
                 self._notify(decision.outcome)
                 return decision.outcome
             assert decision.view is not None and decision.run is not None
             view, run = decision.view, decision.run
+            run_plan_note(
+                run,
+                expected_turns=decision.expected_turns,
+                notices=decision.notices,
+                seq=decision.seq,
+                view=decision.view_after,
+            )
             claimed_steps = [
                 (step, claimed)
                 for step, claimed in zip(decision.steps, decision.claims, strict=True)

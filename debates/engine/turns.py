@@ -8,7 +8,7 @@ published by the runner, which collects them all (events_collected): the seqs so
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -17,13 +17,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from debates.agents.base import Repair
-from debates.contract import Done, Plan, RunView, Step, Steps, Wait
+from debates.contract import Done, Plan, RunView, Step, Steps, TurnView, Wait
 from debates.engine import registry
-from debates.engine.events import event_append
+from debates.engine.events import event_append, events_collected
 from debates.engine.lease import locked_run
 from debates.engine.view import run_seats, run_snapshot_arguments, run_view_load
 from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Seat, Turn, TurnStatus
-from kb.citations import citations_check
+from kb.citations import citation_verify, citations_extract
 
 # A turn whose process keeps dying is given up after this many attempts in all (backend failures count
 # against MAX_ATTEMPTS separately, per runner).
@@ -64,6 +64,12 @@ class Decision:
     claims: list[ClaimedTurn | None] = field(default_factory=list)
     view: RunView | None = None
     run: Run | None = None
+    # Of a plan to run steps (engine.progress): the protocol's estimate of the run's turns, the plan's notices, and
+    # the view as the decision left it at `seq` (None when it cannot tell: a claim found its turn finished).
+    expected_turns: int = 0
+    notices: tuple[str, ...] = ()
+    seq: int = 0
+    view_after: RunView | None = None
 
 
 def run_status_set(run: Run, status: str, reason: str = "", **fields: Any) -> int:
@@ -78,21 +84,28 @@ def run_status_set(run: Run, status: str, reason: str = "", **fields: Any) -> in
 def run_states_record(run: Run, plan: Plan | None, view: RunView | None = None) -> list[int]:
     """Record the protocol's own state changes (Protocol.states) as `state` events {from, to, reason}, inside the
     caller's transaction (the event's time is the transition's). Nothing for a protocol without a state machine."""
+    return _states_record(run, plan, view)[0]
+
+
+def _states_record(run: Run, plan: Plan | None, view: RunView | None) -> tuple[list[int], str | None]:
+    """run_states_record, and the state the run is left in (None: unchanged)."""
     protocol = registry.get(run.protocol)
     if not protocol.has_states:
-        return []
+        return [], None
     view = view if view is not None else run_view_load(run)
-    return [
+    transitions = protocol.states(view, plan)
+    seqs = [
         event_append(run_id=run.pk, kind="state", payload={"from": t.src, "to": t.dst, "reason": t.reason})
-        for t in protocol.states(view, plan)
+        for t in transitions
     ]
+    return seqs, (transitions[-1].dst if transitions else None)
 
 
 def run_decide(run_id: int, owner: str) -> Decision:
     """Plan the next move and, unless it is to run steps, apply it, all in one transaction so a human action
     committed concurrently is either seen by this plan or sees the status this plan sets (no lost wake-up). The
     events it appends are the caller's to publish (the runner collects them: events_collected)."""
-    with transaction.atomic():
+    with transaction.atomic(), events_collected() as appended:
         run = locked_run(run_id, owner)
         if run.cancel_requested:
             Turn.objects.filter(run=run, status=TurnStatus.STREAMING).update(
@@ -111,7 +124,7 @@ def run_decide(run_id: int, owner: str) -> Decision:
         protocol = registry.get(run.protocol)
         view = run_view_load(run)
         plan = protocol.plan(view)
-        run_states_record(run, plan, view)
+        _, state = _states_record(run, plan, view)
         if isinstance(plan, Done):
             status = RunStatus.FAILED if plan.failed else RunStatus.COMPLETED
             run.outcome = plan.outcome
@@ -158,7 +171,39 @@ def run_decide(run_id: int, owner: str) -> Decision:
         claims = [
             _turn_claim(run_id, step, seats[step.seat], fresh=step.key not in view.turns) for step in runnable
         ]
-        return Decision(RunnerOutcome.STEPS, steps=runnable, claims=claims, view=view, run=run)
+        after = _view_with_claims(replace(view, state=state) if state is not None else view, runnable, claims)
+        return Decision(
+            RunnerOutcome.STEPS,
+            steps=runnable,
+            claims=claims,
+            view=view,
+            run=run,
+            expected_turns=protocol.expected_turns(after or view),
+            notices=tuple(plan.notices),
+            # The run row is locked: its last seq is this transaction's last append.
+            seq=max([run.last_seq, *appended]),
+            view_after=after,
+        )
+
+
+def _view_with_claims(view: RunView, steps: list[Step], claims: list[ClaimedTurn | None]) -> RunView | None:
+    """The view as a read after the claims would give it: the turns they started or restarted, streaming. None
+    when a claim found its turn finished or gave it up (a read would show what it found)."""
+    if any(claimed is None for claimed in claims):
+        return None
+    streaming = {
+        step.key: TurnView(
+            key=step.key,
+            seat=step.seat,
+            stage=step.stage,
+            task=step.task,
+            status=TurnStatus.STREAMING,
+            payload=None,
+            flags=view.turns[step.key].flags if step.key in view.turns else (),
+        )
+        for step in steps
+    }
+    return replace(view, turns={**view.turns, **streaming})
 
 
 def _turn_claim(run_id: int, step: Step, seat: Seat, *, fresh: bool) -> ClaimedTurn | None:
@@ -250,9 +295,16 @@ def turn_hold(run_id: int, turn_id: int, attempt: int, reason: str) -> int | Non
 
 
 def turn_flush(turn_id: int, attempt: int, text: str, first_token_at: Any) -> None:
-    Turn.objects.filter(pk=turn_id, attempt=attempt, status=TurnStatus.STREAMING).update(
-        raw_text=text, first_token_at=first_token_at
-    )
+    """Save a streaming attempt's text so far. A fixed statement, not the ORM: every streaming turn saves
+    every PARTIAL_SAVE_SECONDS."""
+    connection = transaction.get_connection()
+    first_token = Turn._meta.get_field("first_token_at").get_db_prep_value(first_token_at, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'UPDATE "{Turn._meta.db_table}" SET "raw_text" = %s, "first_token_at" = %s'
+            ' WHERE "id" = %s AND "attempt" = %s AND "status" = %s',
+            [text, first_token, turn_id, attempt, TurnStatus.STREAMING.value],
+        )
 
 
 def turn_retry(
@@ -287,11 +339,16 @@ def turn_fail(run_id: int, turn_id: int, attempt: int, error: str) -> int | None
 
 def turn_citations(run_id: int, text: str) -> list[dict[str, Any]]:
     """Citations of a committed turn, verified against the snapshot its run took (empty without a KB)."""
-    # One read of the run's KB (most runs have none), not of the run (its material, config, ...).
-    run = Run.objects.select_related("kb").only("created_at", "kb").filter(pk=run_id).first()
+    cited = citations_extract(text)
+    if not cited:
+        return []
+    # The run's KB by its id alone (what a citation of an argument or a source checks), not the run (its
+    # material, config, ...) nor the KB's own fields (a data KB's tree is large).
+    run = Run.objects.select_related("kb").only("created_at", "kb__id").filter(pk=run_id).first()
     if run is None or run.kb is None:
         return []
-    return citations_check(run.kb, run_snapshot_arguments(run), text)
+    snapshot = run_snapshot_arguments(run)
+    return [citation_verify(kb=run.kb, citation=citation, snapshot=snapshot) for citation in cited]
 
 
 def turn_commit(

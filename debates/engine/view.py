@@ -14,6 +14,7 @@ from django.db.models import Max
 
 from debates.contract import KbArgument, KbMutation, KbView, RunView, SeatView, TurnView
 from debates.engine import registry
+from debates.engine.progress import run_view_noted
 from debates.models import HumanAction, HumanActionKind, Run, Seat
 from kb.models import KnowledgeBase, ProposedMutation, Snapshot
 from kb.services import kb_positions
@@ -77,8 +78,12 @@ def run_read_shared[T](run_id: int, what: str, read: Callable[[], T]) -> T:
 
 
 def run_view_load(run: Run) -> RunView:
-    """Everything persisted about the run, as a protocol plans from it (read once per `run_reads_shared` block)."""
-    return run_read_shared(run.pk, "view", lambda: _run_view_read(run))
+    """Everything persisted about the run, as a protocol plans from it (`run` as just read). Inside a
+    `run_reads_shared` block it is read once, and not at all while the view the run's runner decided on in this
+    process is current (engine.progress); outside one, always read (a decision plans from the database)."""
+    if _shared_reads.get() is None:
+        return _run_view_read(run)
+    return run_read_shared(run.pk, "view", lambda: run_view_noted(run) or _run_view_read(run))
 
 
 def _run_view_read(run: Run) -> RunView:
@@ -143,11 +148,12 @@ def kb_view_load(run: Run) -> KbView:
         .get(pk=run.kb_id or 0)
     )
     contents = _kb_contents(kb.pk, kb.created_at, kb.revision)
-    rated = {arg_id: data.get("status", "") for arg_id, data in (run_snapshot_arguments(run) or {}).items()}
-    arguments = {
-        arg_id: replace(argument, snapshot_status=rated.get(arg_id, argument.status))
-        for arg_id, argument in contents.arguments.items()
-    }
+    snapshot = run_snapshot_arguments(run)
+    arguments = (
+        _arguments_as_rated(run.pk, run.created_at, kb.pk, kb.created_at, kb.revision)
+        if snapshot is not None
+        else _arguments_rated(contents, {})
+    )
     # Values, not model instances (a proposal with its turn and revision): a view is read with every frame.
     mutations = tuple(
         KbMutation(
@@ -176,6 +182,26 @@ def kb_view_load(run: Run) -> KbView:
         mutations=mutations,
         data=data,
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _arguments_as_rated(
+    run_id: int, created_at: datetime, kb_id: int, kb_created_at: datetime, revision: int | None
+) -> dict[str, KbArgument]:
+    """The KB's arguments at a revision, each with the status the run's snapshot gave it: made once per process,
+    run and revision (neither part ever changes), not per view (it was half of a market panel's view). Shared by
+    every view: read it, never change it."""
+    return _arguments_rated(
+        _kb_contents(kb_id, kb_created_at, revision), _snapshot_arguments(run_id, created_at)
+    )
+
+
+def _arguments_rated(contents: _KbContents, snapshot: Mapping[str, Any]) -> dict[str, KbArgument]:
+    rated = {arg_id: data.get("status", "") for arg_id, data in snapshot.items()}
+    return {
+        arg_id: replace(argument, snapshot_status=rated.get(arg_id, argument.status))
+        for arg_id, argument in contents.arguments.items()
+    }
 
 
 @functools.lru_cache(maxsize=16)

@@ -14,6 +14,7 @@ from django.db.models import DecimalField
 
 from debates.contract import Step, Steps
 from debates.engine import registry
+from debates.engine.progress import run_plan_noted
 from debates.engine.view import run_view_load
 from debates.models import Run, RunStatus, Seat, Turn, TurnStatus
 
@@ -31,8 +32,10 @@ STATUS_LABELS = {
 
 def run_status_context(run: Run) -> dict[str, Any]:
     protocol = registry.get(run.protocol)
-    # A completed run expects no more turns: its status needs no view of it (a long run's page reads no payload).
-    view = None if run.status == RunStatus.COMPLETED else run_view_load(run)
+    # A run this process is running has its plan noted by its runner; a completed run expects no more turns.
+    # Neither needs a view of the run (nor, for a long run's page, reads a payload).
+    noted = run_plan_noted(run) if run.status == RunStatus.RUNNING else None
+    view = None if run.status == RunStatus.COMPLETED or noted is not None else run_view_load(run)
     if view is None:
         turns = list(run.turns.order_by("first_seq", "id").values_list("stage", "status"))
     else:
@@ -56,13 +59,17 @@ def run_status_context(run: Run) -> dict[str, Any]:
         else:
             state = "pending"
         stages.append({"id": stage.id, "label": stage.label, "state": state})
-    expected = protocol.expected_turns(view) if view is not None else committed + failed
-    plan = protocol.plan(view) if view is not None and not run.is_terminal else None
+    if noted is not None:
+        expected, notices = max(noted.expected_turns, len(turns)), noted.notices
+    else:
+        expected = protocol.expected_turns(view) if view is not None else committed + failed
+        plan = protocol.plan(view) if view is not None and not run.is_terminal else None
+        notices = plan.notices if isinstance(plan, Steps) else ()
     return {
         "run": run,
         "status_label": STATUS_LABELS.get(RunStatus(run.status), run.status),
         "stages": stages,
-        "notices": plan.notices if isinstance(plan, Steps) else (),
+        "notices": notices,
         "committed": committed,
         "failed": failed,
         "expected": max(expected, committed + failed),
