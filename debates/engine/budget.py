@@ -63,8 +63,8 @@ def usage_record(run_id: int, turn_id: int | None, usage: Usage) -> None:
 
 
 def _usage_update(model: type[Turn] | type[Run]) -> str:
-    columns = [model._meta.get_field(name).column for name in USAGE_FIELDS]
-    return f'UPDATE "{model._meta.db_table}" SET ' + ", ".join(f'"{c}" = "{c}" + %s' for c in columns)
+    # (Plain fields: each column is named as its field.)
+    return f'UPDATE "{model._meta.db_table}" SET ' + ", ".join(f'"{f}" = "{f}" + %s' for f in USAGE_FIELDS)
 
 
 def run_spending(run_id: int) -> tuple[Any, int, Any, Any]:
