@@ -73,6 +73,7 @@ BACKEND_SENSITIVE = (
     "tests/engine/test_budget.py",
     "tests/engine/test_crash_safety.py",
     "tests/engine/test_database_outage.py",
+    "tests/engine/test_progress.py",
     "tests/engine/test_publishing.py",
     "tests/engine/test_runner.py",
     "tests/engine/test_streaming.py",

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from django.db import connections
 
 from debates.engine import progress, registry
 from debates.engine import runner as runner_module
@@ -41,6 +42,12 @@ def test_every_decision_notes_what_a_read_of_the_run_gives_at_that_moment(
 
         def read() -> dict[str, Any]:
             # Its own connection, reading what the decision committed; the runner's loop waits meanwhile.
+            try:
+                return read_now()
+            finally:
+                connections.close_all()  # (back to the pool: a thread that ends keeps its connection)
+
+        def read_now() -> dict[str, Any]:
             fresh = Run.objects.get(pk=decided.pk)
             with run_reads_shared():
                 shared = run_view_load(fresh)
