@@ -2,7 +2,7 @@
 
 Every burst of a run's events is rendered in its runner's process, with the status widgets (the stage bar, the
 count of turns, the plan's notices) and, for a turn's start or a protocol's panels, a view of the run. Read from
-the database, that was a view (and a plan) per burst: a fifth of a market panel's CPU, a third of a KB debate's.
+the database, that was a view (and a plan) per burst: a fifth of a market panel's CPU, a sixth of a KB debate's.
 The runner has both when it decides, so it notes them here:
 - the plan's figures (the turns it expects, its notices) hold until its next decision;
 - the view holds while nothing has happened to the run since (its last seq is the decision's). What changes
