@@ -189,8 +189,8 @@ def _arguments_as_rated(
     run_id: int, created_at: datetime, kb_id: int, kb_created_at: datetime, revision: int | None
 ) -> dict[str, KbArgument]:
     """The KB's arguments at a revision, each with the status the run's snapshot gave it: made once per process,
-    run and revision (neither part ever changes), not per view (it was half of a market panel's view). Shared by
-    every view: read it, never change it."""
+    run and revision (neither part ever changes), not per view (about a twentieth of a market panel's KB read).
+    Shared by every view: read it, never change it."""
     return _arguments_rated(
         _kb_contents(kb_id, kb_created_at, revision), _snapshot_arguments(run_id, created_at)
     )
