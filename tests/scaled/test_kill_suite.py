@@ -26,7 +26,7 @@ from tests.conftest import run_to_stop
 from tests.engine.crash_helpers import Proc, assert_run_finished_exactly_once, kill_all, turn_payloads
 from tests.scaled.conftest import DATABASE_TASKS, scaled_env
 
-pytestmark = [pytest.mark.scaled, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.scaled, pytest.mark.timeout(1500)]
 
 SEED = 11
 WORKERS = 2
@@ -39,7 +39,10 @@ STARTING_EVERY = 6
 CPS = 2500  # about 5 s of streaming per debate
 QUEUE_AHEAD = 3  # runs kept waiting so the workers never run dry while the kills go on
 PAUSED_FOR = (0.3, 1.5)
-DEADLINE = 600.0  # for the kills (a loaded machine starts workers slowly: 76 kills in 420 s beside the browser tests)
+# The longest wait for the next kill: a worker that never gets ready, or a suite that hangs. Not a deadline for all
+# the kills: a loaded machine starts workers slowly (76 kills in 420 s beside the browser tests on one machine, 93 in
+# 600 s on a slower one), and the test is about what survives the kills, not how fast they come.
+STALL = 90.0
 # Then for the runs the last kills left to be taken over and finished (a lease to expire, a few seconds of debate each).
 RECOVERY = 150.0
 
@@ -70,7 +73,7 @@ def test_debates_survive_a_hundred_sigkills_of_their_workers(reference, make_run
     actions: dict[int, list[tuple[str, uuid.UUID, bool]]] = {}
     pause_due: dict[int, float] = {}
     resume_due: dict[int, float] = {}
-    started = kills_ended = time.monotonic()
+    started = kills_ended = last_kill = time.monotonic()
 
     def control(run: Run, action: str) -> None:
         client_uuid = uuid.uuid4()
@@ -94,7 +97,7 @@ def test_debates_survive_a_hundred_sigkills_of_their_workers(reference, make_run
             now = time.monotonic()
             killing = sum(kills.values()) < KILLS
             if killing:
-                assert now - started < DEADLINE, _state(runs, kills)
+                assert now - last_kill < STALL, _state(runs, kills)
                 kills_ended = now
             else:
                 assert now - kills_ended < RECOVERY, f"{RECOVERY:.0f} s after the last kill: " + _state(
@@ -121,6 +124,7 @@ def test_debates_survive_a_hundred_sigkills_of_their_workers(reference, make_run
                     w.kill_at = now + rng.uniform(*AFTER_READY)
                 if killing and w.kill_at is not None and now >= w.kill_at:
                     w.kill()
+                    last_kill = time.monotonic()
                     kills["mid-debate" if _holds_a_lease(w) else "idle or starting"] += 1
                     workers.remove(w)
                     replacement = worker(tmp_path, len(procs)).start()
@@ -182,4 +186,4 @@ def _holds_a_lease(proc: Proc) -> bool:
 
 def _state(runs: list[Run], kills: Counter[str]) -> str:
     rows = Run.objects.filter(pk__in=[r.pk for r in runs]).values_list("pk", "status", "lease_owner")
-    return f"deadline passed after {sum(kills.values())} kills ({dict(kills)}); runs: {list(rows)}"
+    return f"no kill for {STALL:.0f} s after {sum(kills.values())} kills ({dict(kills)}); runs: {list(rows)}"
