@@ -148,10 +148,9 @@ def kb_view_load(run: Run) -> KbView:
         .get(pk=run.kb_id or 0)
     )
     contents = _kb_contents(kb.pk, kb.created_at, kb.revision)
-    snapshot = run_snapshot_arguments(run)
     arguments = (
         _arguments_as_rated(run.pk, run.created_at, kb.pk, kb.created_at, kb.revision)
-        if snapshot is not None
+        if run_snapshot_arguments(run) is not None
         else _arguments_rated(contents, {})
     )
     # Values, not model instances (a proposal with its turn and revision): a view is read with every frame.
