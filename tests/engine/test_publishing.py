@@ -22,6 +22,7 @@ from django.test import Client
 from debates.asgi import application
 from debates.engine import registry
 from debates.engine import runner as runner_module
+from debates.engine import stream as stream_module
 from debates.engine.publish import run_group
 from debates.engine.runner import run_execute
 from debates.models import Run, RunEvent
@@ -116,7 +117,12 @@ def test_a_burst_of_events_from_a_service_is_rendered_once_and_published_in_orde
 def test_a_turn_handing_over_to_the_next_reaches_viewers_with_its_start_in_one_message(layer, monkeypatch):
     """After a stage of one turn, the runner holds what it published last while it decides and starts the next
     stage: the viewers get the turn's end and the next turn's start in one message, rendered once. A decision
-    slower than the publisher's own wait (PUBLISH_DELAY_SECONDS) must not split them."""
+    slower than the publisher's own wait (PUBLISH_DELAY_SECONDS) must not split them.
+
+    The hold's cap is raised here: on a loaded 2-core machine (CI runs this beside the browser tests) a decision
+    took longer than the real cap now and then, and 14 of 21 hand-overs went out together. What is specified is
+    the hold and its release, not the machine's speed; `bench fanout` measures what the cap gives."""
+    monkeypatch.setattr(stream_module, "PUBLISH_HOLD_SECONDS", 5.0)
     real_decide = runner_module.run_decide
 
     def slow_decide(*args: Any, **kwargs: Any) -> Any:
