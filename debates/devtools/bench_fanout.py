@@ -2,7 +2,7 @@
 layer, as a browser sees it. For each layer, N simulated debates run at once: on the in-memory layer in a Daphne
 server process (`manage.py serve`, the one-laptop server: runners on its own event loop); on the Redis layers in
 the scaled setup, a Daphne process serving pages and websockets and `manage.py worker` processes running the
-debates (one per debate unless told otherwise). This process holds V real websocket connections per debate to
+debates (one per core unless told otherwise). This process holds V real websocket connections per debate to
 Daphne, over TCP, as the run page's socket does (origin check, session cookie, the run consumer), and starts the
 debates with a moderator's POST once every viewer has its snapshot.
 

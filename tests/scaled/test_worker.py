@@ -17,6 +17,7 @@ import pytest
 from django.tasks import TaskResultStatus
 from django.utils import timezone
 
+from debates.management.commands import worker as worker_command
 from debates.models import Run, RunEvent
 from debates.services import runs as services
 from debates.services.resume import TAKEOVER_GRACE_SECONDS, runs_resumable, runs_to_take_over
@@ -129,6 +130,33 @@ def test_one_worker_with_concurrency_two_drives_two_queued_debates_at_once(
         assert worker.wait(timeout=30) == 0
     finally:
         kill_all([worker])
+
+
+def test_a_slot_taking_a_task_lets_the_next_idle_slot_look_at_the_queue_at_once(
+    transactional_db: None, make_run: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+):
+    """Idle slots look at the queue in turn, once per --interval for the process; one that takes a task says so
+    before running it, so a burst of queued debates is not taken one per interval."""
+    from django_tasks_db.management.commands.db_worker import Worker
+
+    settings.TASKS = DATABASE_TASKS
+    polls = worker_command.PollClock(60.0)
+    assert polls.due()  # this slot's look: the next is an interval away
+    seen: list[bool] = []
+    monkeypatch.setattr(Worker, "run_task", lambda self, result: seen.append(polls.due()))
+    make_run(enqueue=True)
+    worker_command._queue_worker_class()(
+        polls,
+        queue_names=["default"],
+        interval=0,
+        batch=True,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=1,
+        worker_id="test-worker/1",
+        excluded_queue_names=[],
+    ).run()
+    assert seen == [True]  # while the task ran, another slot could look at once
 
 
 def test_a_worker_refuses_to_start_without_the_database_task_queue(tmp_path: Path):

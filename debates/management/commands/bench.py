@@ -482,7 +482,8 @@ class Command(BaseCommand):
             type=int,
             default=None,
             help="fanout: worker processes running the debates on the Redis layers, sharing them out (default: one "
-            "per debate, as the README advises where live pages matter).",
+            "per core, as the README advises: at 20 debates on 2 cores, one worker per debate gave a p95 lag of "
+            "2-4 s, two ten-slot workers 0.26-0.36 s).",
         )
         parser.add_argument(
             "--layers",
@@ -761,7 +762,7 @@ class Command(BaseCommand):
         workers: int | None,
     ) -> None:
 
-        workers = min(workers or debates, debates)
+        workers = min(workers or os.cpu_count() or 1, debates)
         concurrency = -(-debates // workers)  # the debates shared out, rounded up
 
         redis_url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"

@@ -34,8 +34,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--concurrency",
             type=int,
-            default=1,
-            help="Debates each worker drives at once (1; `manage.py worker --concurrency`).",
+            default=5,
+            help="Debates each worker drives at once (5; `manage.py worker --concurrency`): ten at once on two "
+            "workers. A worker per core with slots, not a worker per debate, keeps live pages prompt.",
         )
         parser.add_argument(
             "--stop-timeout",

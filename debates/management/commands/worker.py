@@ -6,6 +6,7 @@ by default, once a worker is free). Start N of them on any machines that reach t
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -41,20 +42,44 @@ DATABASE_RETRY_MAX_SECONDS = 5.0
 TAKEOVER_CHECK_SECONDS = 1.0
 
 
-class TakeoverClock:
-    """Lets one look for takeovers through per TAKEOVER_CHECK_SECONDS, for all of a process's slots."""
+class PollClock:
+    """Lets one of a process's idle slots look through per `period`: the others report nothing to do without a
+    query. A look that found work makes the next one due at once (more may be waiting)."""
 
-    def __init__(self) -> None:
+    def __init__(self, period: float) -> None:
+        self.period = period
         self._lock = threading.Lock()
         self._last = -float("inf")
 
     def due(self) -> bool:
         with self._lock:
             now = time.monotonic()
-            if now - self._last < TAKEOVER_CHECK_SECONDS:
+            if now - self._last < self.period:
                 return False
             self._last = now
             return True
+
+    def found(self) -> None:
+        with self._lock:
+            self._last = -float("inf")
+
+
+@functools.cache
+def _queue_worker_class() -> type:
+    """django-tasks-db's worker (imported once the apps are ready), telling the process's other slots when it takes
+    a task: more may be waiting, so the next idle slot looks at once instead of an --interval later."""
+    from django_tasks_db.management.commands.db_worker import Worker
+
+    class QueueWorker(Worker):
+        def __init__(self, polls: PollClock, **options: Any) -> None:
+            super().__init__(**options)
+            self.polls = polls
+
+        def run_task(self, db_task_result: Any) -> None:
+            self.polls.found()
+            super().run_task(db_task_result)
+
+    return QueueWorker
 
 
 def worker_warm_up() -> None:
@@ -126,7 +151,8 @@ class Command(BaseCommand):
             pool["max_size"] = max(pool.get("max_size", 0), 3 * concurrency + 2)
         worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         stopping = threading.Event()
-        self.takeovers = TakeoverClock()
+        self.takeovers = PollClock(TAKEOVER_CHECK_SECONDS)
+        self.queue_polls = PollClock(interval)
 
         def stop(signum: int, frame: FrameType | None) -> None:
             if (
@@ -192,11 +218,12 @@ class Command(BaseCommand):
 
     def _serve_once(self, worker_id: str, stopping: threading.Event) -> bool:
         """Run one ready task, else take over one run whose runner died; False when there was nothing to do."""
-        from django_tasks_db.management.commands.db_worker import Worker
-
         # django-tasks-db's own worker, asked for at most one ready task, so takeovers are checked between
         # tasks; batch mode returns at once when none is ready.
-        tasks = Worker(
+        if not self.queue_polls.due():  # another idle slot looked less than --interval ago and found nothing
+            return self._take_over_one(worker_id)
+        tasks = _queue_worker_class()(
+            self.queue_polls,
             queue_names=["default"],
             interval=0,
             batch=True,
