@@ -124,7 +124,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument(
-            "--interval", type=float, default=0.5, help="Seconds to sleep when there is nothing to do (0.5)."
+            "--interval",
+            type=float,
+            default=0.5,
+            help="Seconds between two looks at the queue while there is nothing to do (0.5), whatever the number of "
+            "idle slots: they take turns.",
         )
         parser.add_argument("--worker-id", default="", help="Name in task results (host:pid by default).")
         parser.add_argument(
