@@ -46,10 +46,10 @@ def test_of_the_idle_slots_of_a_process_one_looks_at_the_queue_per_interval(monk
     command.queue_polls = worker.PollClock(0.5)
     assert command.takeovers.due() and command.queue_polls.due()  # other slots' looks
 
-    def no_query() -> type:
+    def no_query(*args: object) -> object:
         raise AssertionError("looked at the queue although another slot just did")
 
-    monkeypatch.setattr(worker, "_queue_worker_class", no_query)
+    monkeypatch.setattr(worker, "queue_worker", no_query)
     assert command._serve_once("test-worker/2", threading.Event()) is False
 
 

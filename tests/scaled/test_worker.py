@@ -145,17 +145,7 @@ def test_a_slot_taking_a_task_lets_the_next_idle_slot_look_at_the_queue_at_once(
     seen: list[bool] = []
     monkeypatch.setattr(Worker, "run_task", lambda self, result: seen.append(polls.due()))
     make_run(enqueue=True)
-    worker_command._queue_worker_class()(
-        polls,
-        queue_names=["default"],
-        interval=0,
-        batch=True,
-        backend_name="default",
-        startup_delay=False,
-        max_tasks=1,
-        worker_id="test-worker/1",
-        excluded_queue_names=[],
-    ).run()
+    worker_command.queue_worker(polls, "test-worker/1").run()
     assert seen == [True]  # while the task ran, another slot could look at once
 
 

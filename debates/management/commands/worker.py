@@ -82,6 +82,21 @@ def _queue_worker_class() -> type:
     return QueueWorker
 
 
+def queue_worker(polls: PollClock, worker_id: str) -> Any:
+    """A look at the queue that runs at most one ready task and returns at once when none is ready (batch mode)."""
+    return _queue_worker_class()(
+        polls,
+        queue_names=["default"],
+        interval=0,
+        batch=True,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=1,
+        worker_id=worker_id,
+        excluded_queue_names=[],
+    )
+
+
 def worker_warm_up() -> None:
     """Do before taking a debate the one-off work of a process's first debate, which would otherwise block its
     event loop while the debate's viewers wait: load the URLconf (templates reverse URLs; a worker serves no
@@ -226,17 +241,7 @@ class Command(BaseCommand):
         # tasks; batch mode returns at once when none is ready.
         if not self.queue_polls.due():  # another idle slot looked less than --interval ago and found nothing
             return self._take_over_one(worker_id)
-        tasks = _queue_worker_class()(
-            self.queue_polls,
-            queue_names=["default"],
-            interval=0,
-            batch=True,
-            backend_name="default",
-            startup_delay=False,
-            max_tasks=1,
-            worker_id=worker_id,
-            excluded_queue_names=[],
-        )
+        tasks = queue_worker(self.queue_polls, worker_id)
         tasks.run()
         if stopping.is_set() or tasks._run_tasks:
             return True
