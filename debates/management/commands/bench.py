@@ -483,7 +483,7 @@ class Command(BaseCommand):
             default=None,
             help="fanout: worker processes running the debates on the Redis layers, sharing them out (default: one "
             "per core, as the README advises: at 20 debates on 2 cores, one worker per debate gave a p95 lag of "
-            "2-4 s, two ten-slot workers 0.26-0.36 s).",
+            "2-4 s, two ten-slot workers 0.23-0.44 s).",
         )
         parser.add_argument(
             "--layers",
