@@ -108,12 +108,6 @@ def citations_extract(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def citations_check(kb: Any, snapshot: Mapping[str, Any] | None, text: str) -> list[dict[str, Any]]:
-    """The citations in `text`, each verified against `kb` as it stood in `snapshot` (the arguments a Snapshot
-    recorded, or None: the live KB)."""
-    return [citation_verify(kb=kb, citation=c, snapshot=snapshot) for c in citations_extract(text)]
-
-
 def data_point_verify(data: Any, path: str, quoted: Any = None, *, inferred: bool = False) -> dict[str, Any]:
     """One cited data point checked against a data KB's tree (a plain dict: usable from a protocol's plan).
     verified: the path exists and the quote holds the KB's value (any figure in it matches, tolerant of
