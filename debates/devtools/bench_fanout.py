@@ -293,8 +293,21 @@ class Viewer:
     def __init__(self, run_id: int) -> None:
         self.run_id = run_id
         self.frames: list[tuple[float, str]] = []
-        self.status: tuple[str, int] = ("", 0)
+        self._status: tuple[str, int] = ("", 0)
+        self._read = 0  # frames[:_read] are in _status
         self.socket: Any = None
+
+    @property
+    def status(self) -> tuple[str, int]:
+        """The newest status the viewer was shown. Read from the frames when asked (after the debates end), not as
+        they arrive: the viewers share the machine with the server measured, and a real viewer's work is done on
+        another machine."""
+        for _, text in self.frames[self._read :]:
+            for status, seq in STATUS.findall(text):
+                if int(seq) >= self._status[1]:
+                    self._status = (status, int(seq))
+        self._read = len(self.frames)
+        return self._status
 
     async def connect(self, port: int, cookie: str) -> None:
         import websockets
@@ -309,11 +322,7 @@ class Viewer:
         self._keep(await asyncio.wait_for(self.socket.recv(), 60))  # the snapshot
 
     def _keep(self, frame: str | bytes) -> None:
-        text = frame if isinstance(frame, str) else frame.decode()
-        self.frames.append((time.time(), text))
-        for status, seq in STATUS.findall(text):
-            if int(seq) >= self.status[1]:
-                self.status = (status, int(seq))
+        self.frames.append((time.time(), frame if isinstance(frame, str) else frame.decode()))
 
     async def watch(self) -> None:
         import websockets

@@ -129,3 +129,21 @@ def test_bench_fanout_runs_any_protocols_demo():
 def test_bench_fanout_refuses_an_unknown_layer_protocol_or_no_worker(args: list[str], error: str):
     with pytest.raises(CommandError, match=re.escape(error)):
         call_command("bench", "fanout", *args)
+
+
+def test_a_bench_viewer_shows_the_newest_status_its_frames_carried_read_when_asked():
+    from debates.devtools.bench_fanout import Viewer
+
+    def status(name: str, seq: int) -> str:
+        return f'<section id="run-status" class="x" data-status="{name}" data-seq="{seq}">'
+
+    viewer = Viewer(run_id=1)
+    assert viewer.status == ("", 0)
+    viewer._keep(status("running", 3).encode())
+    viewer._keep(status("completed", 9) + status("running", 7))  # a replay's older status after the newer
+    assert viewer.status == ("completed", 9)
+    viewer._keep("<div>a live frame, no status</div>")
+    viewer._keep(status("failed", 8))  # older than what it showed: stays
+    assert viewer.status == ("completed", 9)
+    viewer._keep(status("failed", 10))
+    assert viewer.status == ("failed", 10)
