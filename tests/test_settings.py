@@ -23,15 +23,22 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**env, "DJANGO_SETTINGS_MODULE": "debates.settings", **extra}
 
 
-def settings_of(env: dict[str, str]) -> tuple[str, str]:
-    done = subprocess.run(
-        [sys.executable, "-c", f"import django; django.setup(); {PROBE}"],
+def project_python(
+    args: list[str], env: dict[str, str], *, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """A fresh Python process in the project's directory with exactly `env`."""
+    return subprocess.run(
+        [sys.executable, *args],
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
         cwd=settings.BASE_DIR,
     )
+
+
+def settings_of(env: dict[str, str]) -> tuple[str, str]:
+    done = project_python(["-c", f"import django; django.setup(); {PROBE}"], env)
     assert done.returncode == 0, done.stderr
     debug, key = done.stdout.split()
     return debug, key
@@ -76,14 +83,7 @@ def deploying_environment() -> dict[str, str]:
 
 
 def check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=settings.BASE_DIR,
-    )
+    return project_python(["manage.py", "check", "--deploy"], env, timeout=120)
 
 
 def test_the_documented_production_environment_passes_check_deploy_without_a_warning(tmp_path):
@@ -141,33 +141,22 @@ def test_postgresql_connections_give_up_quickly_and_are_checked_before_use():
 
 def test_a_process_that_does_not_serve_pages_loads_no_web_server(tmp_path):
     """A worker, a headless debate or a command starts without Daphne's server stack (Twisted, autobahn, OpenSSL):
-    about a fifth of a worker's start-up and 18 MiB of its memory. Only `manage.py serve` imports it."""
+    about a fifth of a worker's start-up and 18 MiB of its memory. Only what serves pages (`manage.py serve`, the ASGI
+    module) imports it."""
     env = clean_env(DJANGO_SECRET_KEY="x" * 50, DISPUTA_VAR_DIR=str(tmp_path))
-    done = subprocess.run(
+    done = project_python(
         [
-            sys.executable,
             "-c",
             "import sys, django; django.setup(); import debates.management.commands.worker, debates.engine.runner;"
             " print(sorted(m for m in ('twisted', 'autobahn', 'daphne.server') if m in sys.modules))",
         ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=settings.BASE_DIR,
+        env,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[-2] == "[]"
+    assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_runserver_still_serves_websockets_through_daphne():
-    done = subprocess.run(
-        [sys.executable, "manage.py", "runserver", "--help"],
-        env=clean_env(DJANGO_SECRET_KEY="x" * 50),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=settings.BASE_DIR,
-    )
+    done = project_python(["manage.py", "runserver", "--help"], clean_env(DJANGO_SECRET_KEY="x" * 50))
     assert done.returncode == 0, done.stderr
     assert "--websocket_handshake_timeout" in done.stdout  # Daphne's runserver, not Django's WSGI one
