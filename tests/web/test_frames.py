@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache, caches
 from django.db import transaction
 
+from debates.engine import registry
 from debates.engine.events import event_append
 from debates.models import RunEvent
 from debates.web import frames
@@ -177,23 +178,26 @@ def test_a_live_frame_keeps_the_re_run_and_fork_forms_the_page_has(make_run: Any
 def test_a_shared_panel_changed_by_several_events_of_a_burst_is_rendered_once_in_the_last_of_them(
     db: None,
 ) -> None:
-    """The consultation's side panel follows the state, the round artifacts and the commits: a burst holding a
-    commit, its round artifact and the next state renders the panel once (it shows the run's current state, the
-    same for all three), in the last frame that changes it, and replaying the burst ends on it."""
+    """The consultation's side panel follows the states and the round artifacts: a burst holding several events
+    that change it renders the panel once (it shows the run's current state, the same for all of them), in the
+    last frame that changes it, and replaying the burst ends on it."""
     from debates.engine.publish import event_messages
     from debates.services.demos import run_headless_demo_create
 
     run = run_headless_demo_create(protocol="consultation", seed=7, backend_options={"cps": 0})
     assert run_to_stop(run) == "done"
     kinds = dict(RunEvent.objects.filter(run=run).values_list("seq", "kind"))
-    refreshing = {"state", "round_artifact", "turn_committed", "run_status", "consent", "cost_estimated"}
-    burst = [seq for seq in sorted(kinds) if kinds[seq] in refreshing][-4:]
+    (panel,) = registry.get("consultation").panels
+    burst = [seq for seq in sorted(kinds) if kinds[seq] in panel.refresh_on][-4:]
     assert len(burst) == 4
     messages = event_messages(run_id=run.pk, seqs=burst)
     panels = ['id="consultation-panel"' in m["html"] for m in messages]
     assert panels == [False, False, False, True], [kinds[s] for s in burst]
     alone = event_messages(run_id=run.pk, seqs=burst[:1])  # the first event on its own still shows the panel
     assert 'id="consultation-panel"' in alone[0]["html"]
+    # A commit on its own changes nothing the panel shows: its frame leaves the panel as it is.
+    commit = max(seq for seq, kind in kinds.items() if kind == "turn_committed")
+    assert 'id="consultation-panel"' not in event_messages(run_id=run.pk, seqs=[commit])[0]["html"]
 
 
 def test_the_integrity_placeholder_of_an_unfinished_run_is_what_rendering_it_gives(make_run: Any) -> None:

@@ -409,11 +409,11 @@ class Consultation(Protocol[ConsultationConfig]):
     )
 
     panels = (
+        # What the panel shows comes from these events and the run's estimate and consent, not from the turns: a
+        # commit alone leaves it as it was (re-rendered with every commit, it cost a debate about 20 ms of CPU).
         Panel(
             "consultation",
-            refresh_on=frozenset(
-                {"state", "round_artifact", "turn_committed", "run_status", "consent", "cost_estimated"}
-            ),
+            refresh_on=frozenset({"state", "round_artifact", "run_status", "consent", "cost_estimated"}),
         ),
     )
 
