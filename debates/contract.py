@@ -283,6 +283,10 @@ class DemoStart:
 SeatSignals = tuple[list[dict[str, Any]], str, dict[str, Any] | None]
 
 
+# The event a proposal of a KB change appends (Effects.mutation_propose): what shows proposals refreshes on it.
+MUTATION_PROPOSED_EVENT = "mutation_proposed"
+
+
 class Effects(typing.Protocol):
     """What a protocol may do to the world when one of its turns commits, handed in by the engine and applied in
     the committing transaction: a protocol imports neither the engine nor the KB discipline."""
@@ -311,7 +315,7 @@ class Effects(typing.Protocol):
         auto_approve: bool,
     ) -> None:
         """Propose a change to the run's KB (through the discipline; an identical pending proposal of the run is
-        not proposed twice)."""
+        not proposed twice), recorded as a MUTATION_PROPOSED_EVENT {mutation, kind, status}."""
         ...
 
 

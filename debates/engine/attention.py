@@ -15,9 +15,12 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from debates.contract import MUTATION_PROPOSED_EVENT
+
 ATTENTION_GROUP = "needs-you"
-# The events after which what waits for a person may have changed.
-ATTENTION_KINDS = frozenset({"run_status", "turn_committed", "mutation_decided", "pick_recorded"})
+# The events after which what waits for a person may have changed (a run's status: a seat, a consent, a budget
+# or a pick awaited; a KB change proposed or decided). Not a turn's commit: it changes none of these by itself.
+ATTENTION_KINDS = frozenset({"run_status", MUTATION_PROPOSED_EVENT, "mutation_decided", "pick_recorded"})
 
 
 # The event loop of the runner whose write is committing, on the write's database thread (`attention_sent_on`).

@@ -1,12 +1,16 @@
 """The effects port: what a protocol's `on_commit` may do, bound to one committing turn. Runs inside the
 transaction that commits the turn (the runner's, or a fork's copy of it). The events it appends are published with
-the turn's: the runner publishes every event a write appends (events_collected)."""
+the turn's: the runner publishes every event a write appends (events_collected).
+
+A proposed KB change is an event of its own (`mutation_proposed`), so what shows the proposals (the approvals
+panel, the "Needs you" counts) follows it, not every commit: most commits propose nothing."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from debates.contract import MUTATION_PROPOSED_EVENT
 from debates.engine.events import event_append
 from debates.models import Run, Turn
 from kb.discipline import mutation_propose
@@ -42,7 +46,7 @@ class TurnEffects:
         )
         if waiting.exists():  # the same change already waits in the inbox: one decision covers both
             return
-        mutation_propose(
+        mutation = mutation_propose(
             kb=run.kb,
             kind=kind,
             payload=dict(payload),
@@ -51,4 +55,7 @@ class TurnEffects:
             run=run,
             turn=Turn.objects.get(pk=self.turn_id),
             auto_approve=auto_approve,
+        )
+        self.event_append(
+            MUTATION_PROPOSED_EVENT, {"mutation": mutation.pk, "kind": kind, "status": mutation.status}
         )

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from channels.layers import get_channel_layer
 
-from debates.engine.attention import ATTENTION_GROUP
+from debates.engine.attention import ATTENTION_GROUP, ATTENTION_KINDS
 from debates.engine.runner import run_execute
 from debates.platform.channel_layers import InMemoryChannelLayer
 
@@ -49,7 +49,11 @@ async def test_a_debate_runs_to_the_end_while_its_wake_ups_wait_for_a_stalled_la
     held_layer.released.clear()  # the layer stalls
     held_layer.held = 0
     assert await asyncio.wait_for(run_execute(run.pk), timeout=30) == "done"
-    assert held_layer.held >= 8 and held_layer.sent == 0  # every commit's wake-up waited; no commit did
+    kinds = await asyncio.to_thread(lambda: list(run.events.values_list("kind", flat=True)))
+    # A wake-up for each change of what may wait for a person (the status changes here), none for a commit.
+    assert held_layer.held == sum(kind in ATTENTION_KINDS for kind in kinds) >= 2
+    assert "turn_committed" in kinds and "turn_committed" not in ATTENTION_KINDS
+    assert held_layer.sent == 0  # every wake-up waited; no commit did
     held_layer.released.set()
     for _ in range(100):
         if held_layer.sent == held_layer.held:

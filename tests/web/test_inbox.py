@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from debates.models import Run
 from debates.selectors.inbox import needs_you, needs_you_count
+from debates.services import runs as services
 from kb.discipline import mutation_propose
 from tests.conftest import run_to_stop
 from tests.kb.conftest import small_kb  # noqa: F401  (fixture)
@@ -169,4 +170,56 @@ class LiveCountTests:
         await sync_to_async(run_to_stop)(run)
         pushed = await communicator.receive_from(timeout=5)
         assert 'id="needs-you-count"' in pushed and 'data-count="1"' in pushed
+        await communicator.disconnect()
+
+    async def test_the_count_is_pushed_when_a_turn_proposes_a_kb_change(self, moderator, settings):
+        from asgiref.sync import sync_to_async
+        from django.db import transaction
+
+        from debates.engine.effects import TurnEffects
+        from debates.models import Turn
+        from kb.demo import demo_kbs_load
+
+        settings.DISPUTA = {**settings.DISPUTA, "NEEDS_YOU_COALESCE_SECONDS": 0.01}
+        headers = [
+            (b"host", LOCAL_HOST),
+            (b"origin", LOCAL_ORIGIN),
+            (b"cookie", await session_cookie(moderator)),
+        ]
+
+        def run_of_the_demo_kb() -> Run:  # (loading the demo KB proposes its own demo changes)
+            return services.run_create(
+                protocol="kb-debate",
+                topic="Pricing?",
+                kb=demo_kbs_load()[0],
+                config={},
+                backend_options={"cps": 0},
+                enqueue=False,
+            )
+
+        def propose(run: Run) -> None:
+            with transaction.atomic():
+                turn = Turn.objects.create(
+                    run=run,
+                    key="t04/moderator/moderator",
+                    seat=run.seats.get(handle="moderator"),
+                    stage="debate",
+                )
+                TurnEffects(run_id=run.pk, turn_id=turn.pk).mutation_propose(
+                    kind="status-downgrade",
+                    payload={"arg_id": "arg-006", "to": "weak"},
+                    proposed_by="moderator",
+                    justification="The rebound is confounded by road space.",
+                    auto_approve=False,
+                )
+
+        run = await sync_to_async(run_of_the_demo_kb)()
+        communicator = WebsocketCommunicator(application, "/ws/needs-you/", headers=headers)
+        connected, _ = await communicator.connect()
+        assert connected
+        before = await communicator.receive_from(timeout=5)
+        await sync_to_async(propose)(run)  # a commit's proposal: no run changed status
+        pushed = await communicator.receive_from(timeout=5)
+        count = int(re.search(r'data-count="(\d+)"', before).group(1))
+        assert 'id="needs-you-count"' in pushed and f'data-count="{count + 1}"' in pushed
         await communicator.disconnect()

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from debates import demo as demo_values
 from debates.contract import (
+    MUTATION_PROPOSED_EVENT,
     Accepted,
     DemoStart,
     Done,
@@ -84,7 +85,13 @@ class KbDebate(Protocol[KbDebateConfig]):
     )
     config_model = KbDebateConfig
     template = "debates/protocols/kb_debate.html"
-    panels = (Panel("approvals", per_user=True), Panel("ledger"))
+    panels = (
+        # The approvals change only when a change is proposed or decided, not with every commit (most propose none).
+        Panel(
+            "approvals", per_user=True, refresh_on=frozenset({MUTATION_PROPOSED_EVENT, "mutation_decided"})
+        ),
+        Panel("ledger"),
+    )
     stages = (
         Stage("openings", "Openings"),
         Stage("debate", "Interleaved debate"),

@@ -480,13 +480,28 @@ def test_the_decision_event_re_renders_ledger_ratings_and_proposal_state_for_eve
     assert f'data-revision="{mutation.revision.r_id}"' in per_user
 
 
-def test_a_committed_turn_re_renders_the_ledger(debated):
+def test_a_committed_turn_re_renders_the_ledger_but_not_the_approvals_when_it_proposes_nothing(debated):
     commit(debated, "t05/turn/debater-con-pricing", {**REBUT, "responds_to": {"entry": "L-003", "turn": 2}})
     event = RunEvent.objects.filter(run=debated, kind="turn_committed").latest("seq")
     html, panels = frames.event_frame(event)
-    assert panels
+    assert not panels, "the approvals (per viewer) change only with a proposal or a decision"
     assert 'id="turn-t05-turn-debater-con-pricing"' in html and 'id="ledger"' in html
     assert 'id="ledger-L-003"' in html and 'data-status="partially-rebutted"' in html
+    assert not RunEvent.objects.filter(run=debated, seq__gt=event.seq - 1, kind="mutation_proposed").exists()
+
+
+def test_a_proposed_change_is_an_event_that_re_renders_the_approvals(moderator, debated):
+    proposed = RunEvent.objects.get(run=debated, kind="mutation_proposed")
+    mutation = the_downgrade(debated)
+    assert proposed.payload == {"mutation": mutation.pk, "kind": "status-downgrade", "status": "pending"}
+    committed = RunEvent.objects.filter(run=debated, kind="turn_committed").latest("seq")
+    assert proposed.seq < committed.seq  # appended by the turn's effects, in its commit's transaction
+    html, panels = frames.event_frame(proposed)
+    assert panels, "the per-user approvals panel must be re-rendered"
+    assert f'id="approval-{mutation.pk}"' in frames.panels_frame(debated.pk, moderator)
+    # The same change proposed again while the first waits is not proposed (nor announced) twice.
+    commit(debated, "t05/moderator/moderator", MODERATOR)
+    assert RunEvent.objects.filter(run=debated, kind="mutation_proposed").count() == 1
 
 
 def test_a_started_turn_does_not_re_render_the_panels(debated):
@@ -955,22 +970,25 @@ def test_a_decision_in_the_kb_inbox_reaches_the_run_too(moderator_client, debate
 
 
 def test_a_committed_turns_message_shows_one_read_of_the_run(debated, monkeypatch):
-    """The turn, the ledger, the status and the viewers' panels of one message are rendered from one read of the
-    run's view and of the KB context (each widget read them again: 25 queries a commit before, then 10; with the
-    run's KB read with it, its snapshot kept and no state read for a protocol without one, 8)."""
-    commit(debated, "t05/turn/debater-con-pricing", {**REBUT, "responds_to": {"entry": "L-003", "turn": 2}})
-    event = RunEvent.objects.filter(run=debated, kind="turn_committed").latest("seq")
-    event_messages(run_id=debated.pk, seqs=[event.seq])  # warm the per-process caches (seats, KB contents)
+    """The turn, the ledger, the status and the viewers' panels of one message (a moderator's turn proposing a KB
+    change: the proposal's event and the commit's) are rendered from one read of the run's view and of the KB
+    context (each widget read them again: 25 queries a commit before, then 10; with the run's KB read with it, its
+    snapshot kept and no state read for a protocol without one, 8 for a commit alone)."""
+    downgrade = {**MODERATOR["mutations"][0], "arg_id": "arg-007"}
+    commit(debated, "t05/moderator/moderator", {**MODERATOR, "mutations": [downgrade]})
+    seqs = list(RunEvent.objects.filter(run=debated).order_by("-seq").values_list("seq", flat=True)[:2])[::-1]
+    event_messages(run_id=debated.pk, seqs=seqs)  # warm the per-process caches (seats, KB contents)
     reads: list[int] = []
     real_read = view._run_view_read
     monkeypatch.setattr(view, "_run_view_read", lambda run: reads.append(run.pk) or real_read(run))
     with CaptureQueriesContext(connection) as queries:
-        (message,) = event_messages(run_id=debated.pk, seqs=[event.seq])
+        proposed, committed = event_messages(run_id=debated.pk, seqs=seqs)
     assert reads == [debated.pk]
-    html = message["html"]
-    assert 'id="turn-t05-turn-debater-con-pricing"' in html and 'id="ledger"' in html
-    assert 'id="run-status"' in html and 'id="moderator"' in message["viewer_panels"]
-    assert len(queries) <= 8, [q["sql"] for q in queries.captured_queries]
+    html = proposed["html"] + committed["html"]
+    assert 'id="turn-t05-moderator-moderator"' in html and 'id="ledger"' in html
+    assert 'id="run-status"' in html and "viewer_panels" not in committed
+    assert 'id="moderator"' in proposed["viewer_panels"] and 'id="approvals"' in proposed["viewer_panels"]
+    assert len(queries) <= 10, [q["sql"] for q in queries.captured_queries]
     # A block inside another shares its reads; outside one, every call reads afresh.
     with view.run_reads_shared():
         view.run_view_load(debated)
