@@ -349,11 +349,6 @@ DISPUTA = {
     # the whole text so far, so a page's stale start is made good by the next frame; a save every frame would be a
     # database write per turn five times a second (and, on SQLite, a re-index of the turn's text).
     "PARTIAL_SAVE_SECONDS": float(os.environ.get("DISPUTA_PARTIAL_SAVE_SECONDS", "1.0")),
-    # Threads a process's runners write on (their decisions, commits, retries): on the one database thread they had
-    # (asgiref's, for every database_sync_to_async call), a worker's ten debates queued behind each other's
-    # statements, a KB debate's decision waiting 0.17 s at p95 for 0.03 s of work (ten at once, PostgreSQL). 1 keeps
-    # that thread: in-process tests need it (their database is a transaction on the test's own thread).
-    "RUNNER_DB_THREADS": int(os.environ.get("DISPUTA_RUNNER_DB_THREADS", "4")),
     # How often a running runner looks at pause / cancel requests.
     "CONTROL_POLL_SECONDS": float(os.environ.get("DISPUTA_CONTROL_POLL_SECONDS", "0.25")),
     # The run page's WebSocket (debates.web.consumers, debates.web.frames).

@@ -160,14 +160,6 @@ def _no_connect_limit(settings: Any) -> None:
     settings.DISPUTA = {**settings.DISPUTA, "MAX_WS_CONNECTS_PER_MINUTE": 0}
 
 
-@pytest.fixture(autouse=True)
-def _runners_write_on_the_test_thread(settings: Any) -> None:
-    """A runner driven in-process writes where the test's database transaction is: on the test's thread, as
-    asgiref's database thread does (the worker and server processes the scaled and browser tests start keep the
-    default, a pool: tests/engine/test_runner_writes.py drives that too)."""
-    settings.DISPUTA = {**settings.DISPUTA, "RUNNER_DB_THREADS": 1}
-
-
 @pytest.fixture
 def channel_layer_down(settings: Any) -> None:
     """The scaled setup's channel layer on a Redis that does not answer (stopped, or restarting)."""

@@ -23,7 +23,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, cast
 
@@ -69,22 +68,6 @@ from debates.platform.db_retry import (
 log = logging.getLogger("debates.engine")
 
 Observer = Callable[[str, dict[str, Any]], None]
-
-
-_runner_writes: list[ThreadPoolExecutor] = []
-
-
-def runner_writes_executor() -> ThreadPoolExecutor | None:
-    """The threads the process's runners write on (DISPUTA RUNNER_DB_THREADS, made at the first write), or None
-    for asgiref's one database thread. Each write is a whole transaction and a runner awaits its own writes in
-    order, so any thread will do; a thread keeps its connection checked out of the pool between writes, so the
-    threads live as long as the process (as publish.OFF_THREAD's do)."""
-    threads = int(conf("RUNNER_DB_THREADS"))
-    if threads <= 1:
-        return None
-    if not _runner_writes:
-        _runner_writes.append(ThreadPoolExecutor(max_workers=threads, thread_name_prefix="disputa-runner-db"))
-    return _runner_writes[0]
 
 
 def run_cancel_requested(run_id: int) -> bool:
@@ -171,13 +154,7 @@ class Runner:
                         loop.call_soon_threadsafe(self._outbox.put, seqs)
 
         what = f"run {self.run_id}: {getattr(write, '__name__', 'write')}"
-        executor = runner_writes_executor()
-        call = (
-            database_sync_to_async(collected)
-            if executor is None
-            else database_sync_to_async(collected, thread_sensitive=False, executor=executor)
-        )
-        return await adb_call_retrying(call, what=what)
+        return await adb_call_retrying(database_sync_to_async(collected), what=what)
 
     def _notify(self, kind: str, **payload: Any) -> None:
         if self.observer is not None:

@@ -27,9 +27,9 @@ log = logging.getLogger("debates.engine")
 PUBLISH_DELAY_SECONDS = 0.02
 # How long a stage's last commit may wait for the runner to start the next stage, so that viewers get both in one
 # message (debates.engine.stream.EventOutbox.hold). The wait ends as soon as the runner has decided, so it costs
-# nothing on an idle machine; under load a decision waits its turn on the worker's database thread, and at 0.15 s
-# a KB debate's commits went out alone, then their next starts: at 20 debates x 50 viewers, 0.3 s gave 10-20 %
-# fewer frames and a p95 lag of 0.28-0.32 s (four runs) against 0.40-0.60 s (two; README, bench fanout).
+# nothing on an idle machine; under load (ten debates on a worker's one interpreter) a decision takes longer, and
+# at 0.15 s a KB debate's commits went out alone, then their next starts: at 20 debates x 50 viewers, 0.3 s gave
+# 10-20 % fewer frames and a p95 lag of 0.28-0.32 s (four runs) against 0.40-0.60 s (two; README, bench fanout).
 PUBLISH_HOLD_SECONDS = 0.3
 
 # A structured answer opens with syntax (`{"claims": [{"text": "`): its first frame worth sending is the one
