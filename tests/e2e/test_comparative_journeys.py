@@ -147,6 +147,9 @@ def test_set_up_a_comparison_watch_it_and_override_the_judge(
 
     # The decision brief downloads with the seed's sections in order and the human's decision.
     page.goto(f"{live_daphne}/runs/{run_id}/")
+    # Once live, the socket's snapshot has replaced the outcome (the link with it): a click during that swap, which
+    # a loaded machine can delay by seconds, started no download (CI, beside the scaled pass).
+    expect(page.locator("#connection")).to_have_text("live", timeout=SEE)
     with page.expect_download() as download_info:
         page.locator("#brief-download").click()
     text = Path(download_info.value.path()).read_text(encoding="utf-8")
