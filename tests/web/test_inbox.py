@@ -10,16 +10,19 @@ from decimal import Decimal
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.db import transaction
 from django.utils import timezone
 
-from debates.models import Run
+from debates.engine.effects import TurnEffects
+from debates.models import Run, Turn
 from debates.selectors.inbox import needs_you, needs_you_count
 from debates.services import runs as services
+from kb.demo import demo_kbs_load
 from kb.discipline import mutation_propose
 from tests.conftest import run_to_stop
 from tests.kb.conftest import small_kb  # noqa: F401  (fixture)
 from tests.kb.test_discipline import NEW_SOURCE
-from tests.web.test_consumers import LOCAL_HOST, LOCAL_ORIGIN, application, session_cookie
+from tests.web.test_consumers import LOCAL_HOST, LOCAL_ORIGIN, application, needs_you_socket, session_cookie
 from tests.web.test_pick import completed
 
 
@@ -78,8 +81,6 @@ class QueueTests:
 
 class ActInPlaceTests:
     def test_a_cost_consent_is_approved_in_place(self, moderator, moderator_client, settings):
-        from debates.services import runs as services
-
         settings.DISPUTA = {**settings.DISPUTA, "CONSENT_THRESHOLD_USD": "0"}
         run = services.run_create(
             protocol="consultation",
@@ -174,18 +175,8 @@ class LiveCountTests:
 
     async def test_the_count_is_pushed_when_a_turn_proposes_a_kb_change(self, moderator, settings):
         from asgiref.sync import sync_to_async
-        from django.db import transaction
-
-        from debates.engine.effects import TurnEffects
-        from debates.models import Turn
-        from kb.demo import demo_kbs_load
 
         settings.DISPUTA = {**settings.DISPUTA, "NEEDS_YOU_COALESCE_SECONDS": 0.01}
-        headers = [
-            (b"host", LOCAL_HOST),
-            (b"origin", LOCAL_ORIGIN),
-            (b"cookie", await session_cookie(moderator)),
-        ]
 
         def run_of_the_demo_kb() -> Run:  # (loading the demo KB proposes its own demo changes)
             return services.run_create(
@@ -214,9 +205,7 @@ class LiveCountTests:
                 )
 
         run = await sync_to_async(run_of_the_demo_kb)()
-        communicator = WebsocketCommunicator(application, "/ws/needs-you/", headers=headers)
-        connected, _ = await communicator.connect()
-        assert connected
+        communicator = await needs_you_socket(moderator)
         before = await communicator.receive_from(timeout=5)
         await sync_to_async(propose)(run)  # a commit's proposal: no run changed status
         pushed = await communicator.receive_from(timeout=5)
