@@ -3,6 +3,8 @@ snapshot ratings, the claims ledger, turn numbers and anchors, engagement edges 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import TYPE_CHECKING, Any
 
 from debates.engine.view import run_view_load
@@ -66,6 +68,21 @@ def kb_debate_context(run: Run) -> dict[str, Any] | None:
     entries = [e.as_dict(kb) for e in ledger.entries.values()]
     config = view.config
     assert isinstance(config, KbDebateConfig)
+    turns = {
+        t.number: {
+            "number": t.number,
+            "key": t.key,
+            "dom_id": turn_dom_id(t.key),
+            "seat": t.seat,
+            "task": t.task,
+            "position": t.position,
+            "committed": t.status == "committed",
+            "label": turn_label(t),
+        }
+        for t in ledger.turns
+    }
+    for entry in entries:
+        entry["fragment"] = ledger_entry_fragment(entry, kb.slug, arguments, turns)
     return {
         "slug": kb.slug,
         "args": arguments,
@@ -74,19 +91,7 @@ def kb_debate_context(run: Run) -> dict[str, Any] | None:
         "relations": relations,
         "ledger": entries,
         "entries": {e["id"]: e for e in entries},
-        "turns": {
-            t.number: {
-                "number": t.number,
-                "key": t.key,
-                "dom_id": turn_dom_id(t.key),
-                "seat": t.seat,
-                "task": t.task,
-                "position": t.position,
-                "committed": t.status == "committed",
-                "label": turn_label(t),
-            }
-            for t in ledger.turns
-        },
+        "turns": turns,
         # Which arguments each position cited in which turn (the console's deflection picker).
         "cited": {
             position: {n: sorted(args) for n, args in sorted(by_turn.items())}
@@ -97,3 +102,24 @@ def kb_debate_context(run: Run) -> dict[str, Any] | None:
         "mutations_by_turn": mutations,
         "flags": [f.__dict__ for f in ledger.unhandled_flags()],
     }
+
+
+def ledger_entry_fragment(
+    entry: dict[str, Any], slug: str, arguments: dict[str, dict[str, Any]], turns: dict[int, dict[str, Any]]
+) -> str:
+    """The key of an entry's rendered HTML in the ledger panel ({% cache %} in the template): a digest of all it
+    shows (the entry, the KB ratings of the arguments it cites, the anchors of the turns it links to). The panel is
+    re-rendered on every commit while most entries stay as they were; they are rendered once each."""
+    numbers = {entry["turn"], *entry["thread"]}
+    for part, field in ((entry["closure"], "reversed_at"), (entry["objection"], "turn")):
+        if part and part.get(field) is not None:
+            numbers.add(part[field])
+    shown = {
+        "entry": entry,
+        "slug": slug,
+        "args": {r["arg"]: arguments.get(r["arg"]) for r in entry["references"]},
+        "turns": {str(n): (turns.get(n) or {}).get("dom_id") for n in numbers if n is not None},
+    }
+    return hashlib.blake2b(
+        json.dumps(shown, sort_keys=True, default=str).encode(), digest_size=16
+    ).hexdigest()

@@ -491,6 +491,53 @@ def test_a_committed_turn_re_renders_the_ledger_but_not_the_approvals_when_it_pr
     assert RunEvent.objects.filter(run=debated, kind="mutation_proposed").count() == proposals
 
 
+def ledger_entries(html: str) -> dict[str, str]:
+    """Each ledger entry's <li> in a page or frame, by entry id (the ledger's own <li> close at its indentation)."""
+    return {
+        m.group(1): html[m.start() : html.index("\n    </li>", m.start())]
+        for m in re.finditer(r'<li id="ledger-(L-\d+)"', html)
+    }
+
+
+def test_the_ledger_renders_an_entry_again_only_when_what_it_shows_changed(moderator, debated):
+    """The ledger is re-rendered with every commit; an entry unchanged since is served as rendered before, and an
+    entry whose claim, status or cited ratings changed is rendered anew (never shown stale)."""
+    from django.core.cache import caches
+
+    caches["fragments"].clear()
+    before = kb_debate_context(debated)["ledger"]
+    first = ledger_entries(frames.snapshot_frame(debated.pk, moderator)[0])
+    again = ledger_entries(frames.snapshot_frame(debated.pk, moderator)[0])
+    assert first == again and set(first) == {e["id"] for e in before}
+
+    # A rebuttal of L-003: only L-003 changes (its status, its thread).
+    commit(debated, "t05/turn/debater-con-pricing", {**REBUT, "responds_to": {"entry": "L-003", "turn": 2}})
+    after_rebuttal = {e["id"]: e["fragment"] for e in kb_debate_context(debated)["ledger"]}
+    changed = {e["id"] for e in before if after_rebuttal[e["id"]] != e["fragment"]}
+    assert changed == {"L-003"}
+    event = RunEvent.objects.filter(run=debated, kind="turn_committed").latest("seq")
+    entries = ledger_entries(frames.event_frame(event)[0])
+    assert 'data-status="partially-rebutted"' in entries["L-003"]
+    assert 'href="#turn-t05-turn-debater-con-pricing"' in entries["L-003"]
+    assert {k: v for k, v in entries.items() if k in first and k != "L-003"} == {
+        k: v for k, v in first.items() if k != "L-003"
+    }
+
+    # Approving the downgrade of arg-006 re-rates it: every entry citing it shows the new rating.
+    run_mutation_decide(debated.pk, the_downgrade(debated).pk, True, "", moderator)
+    citing = {
+        e["id"]
+        for e in kb_debate_context(debated)["ledger"]
+        if any(r["arg"] == "arg-006" for r in e["references"])
+    }
+    assert citing
+    event = RunEvent.objects.filter(run=debated).latest("seq")
+    entries = ledger_entries(frames.event_frame(event)[0])
+    for entry_id in citing:
+        assert 'title="KB rating now; contested when the debate started">weak' in entries[entry_id]
+        assert entries[entry_id] != first[entry_id]
+
+
 def test_a_proposed_change_is_an_event_that_re_renders_the_approvals(moderator, debated):
     proposed = RunEvent.objects.get(run=debated, kind="mutation_proposed")
     mutation = the_downgrade(debated)
