@@ -96,7 +96,8 @@ def test_start_a_market_panel_watch_it_and_read_the_trace(
     expect(page.locator("#market-weights")).to_contain_text("Clarity 10 %")
     expect(page.locator('#market-handshakes li[data-handshake="1"]')).to_contain_text("handshake round")
     mismatches = page.locator("#market-mismatches")
-    expect(mismatches).to_contain_text("Fundamental bull (fund_bull_arg_0) quotes")  # the seat by name
+    # The seat and argument by name, with the id agents cite beside it.
+    expect(mismatches).to_contain_text("Fundamental bull, argument 1 (fund_bull_arg_0), quotes")
     expect(mismatches).to_contain_text("the knowledge base has 3.9")
     expect(table.locator('tr[data-argument="fund_bull_arg_0"] .citation-mismatch')).to_be_visible()
     expect(table.locator('tr[data-argument="fund_bull_arg_0"]')).to_have_attribute("data-verdict", "REFUTED")

@@ -12,6 +12,7 @@ from django.utils.safestring import SafeString
 
 from debates.protocols.market_panel import schema
 from debates.protocols.market_panel.exports import weights_in_order
+from debates.protocols.market_panel.protocol import arg_label as _arg_label
 from debates.protocols.market_panel.protocol import seat_name
 from debates.protocols.schemas import flags_at
 
@@ -22,6 +23,13 @@ register = template.Library()
 def seat_label(handle: Any) -> str:
     """{{ row.seat|seat_label }}: "tech_bull" shown as "Technical bull" (protocol.seat_name)."""
     return seat_name(str(handle or ""))
+
+
+@register.filter
+def arg_label(argument_id: Any, seat: Any = True) -> str:
+    """{{ id|arg_label }}: "tech_bull_arg_0" shown as "Technical bull, argument 1"; {{ id|arg_label:False }}
+    "Argument 1" (protocol.arg_label)."""
+    return _arg_label(str(argument_id or ""), seat=bool(seat))
 
 
 @register.filter

@@ -91,6 +91,7 @@ VERDICTS = ("UPHELD", "WEAKENED", "REFUTED")
 CHALLENGING = ("refute", "question_evidence", "partial")  # a concede does not count toward the half
 STANCE_WORDS = {"bull": "upside (bullish)", "bear": "downside (bearish)"}
 ARG_ID = re.compile(r"^(?P<seat>[a-z][a-z0-9]*_(?:bull|bear))_arg_(?P<n>\d+)$")
+ARG_NUMBER = re.compile(r"_arg_(?P<n>\d+)$")
 # A provider caps an enum (OpenAI: 1,000 values, and 15,000 characters past 250): a KB with more paths than this is
 # cited by free text, an unknown path flagged.
 PATHS_ENUM_MAX = 500
@@ -173,6 +174,19 @@ def seat_name(handle: str) -> str:
 
 def arg_id(seat: str, number: int) -> str:
     return f"{seat}_arg_{number}"
+
+
+def arg_label(argument_id: str, *, seat: bool = True) -> str:
+    """An argument as people read it: "tech_bull_arg_0" is "Technical bull, argument 1" ("Argument 1" without
+    the seat, inside that seat's own turn). Agents cite the id, so pages show it beside this; anything not shaped
+    like an id is shown as it is."""
+    match = ARG_ID.match(argument_id)
+    if match is None:
+        # While a cross-examination streams, its targets are numbered before code names their seat ("…_arg_0").
+        tail = ARG_NUMBER.search(argument_id)
+        return f"Argument {int(tail['n']) + 1}" if tail else argument_id
+    number = int(match["n"]) + 1
+    return f"{seat_name(match['seat'])}, argument {number}" if seat else f"Argument {number}"
 
 
 def other_stance(stance: str) -> str:
@@ -1107,12 +1121,13 @@ class MarketPanel(Protocol[MarketPanelConfig]):
         unknown: list[dict[str, Any]] = []
         pairs: list[dict[str, Any]] = []
 
-        def note_citations(citations: list[dict[str, Any]], seat: str, where: str) -> None:
+        def note_citations(citations: list[dict[str, Any]], seat: str, where: str, where_label: str) -> None:
+            # `where` for exports and tests (the ids agents use); `where_label` for people, the id beside it.
             for c in citations:
                 if c["status"] == MISMATCH:
-                    mismatches.append({"seat": seat, "where": where, **c})
+                    mismatches.append({"seat": seat, "where": where, "where_label": where_label, **c})
                 elif c["status"] == UNVERIFIED:
-                    unknown.append({"seat": seat, "where": where, **c})
+                    unknown.append({"seat": seat, "where": where, "where_label": where_label, **c})
 
         for pair in self.pairs(view):
             allowed = config.slices[pair.lens]
@@ -1123,7 +1138,13 @@ class MarketPanel(Protocol[MarketPanelConfig]):
                     sides.append(side_check(seat, board.crosses.get(seat), targets))
                 for number, challenge in enumerate((board.crosses.get(seat) or {}).get("challenges", [])):
                     citations = evidence_verify(challenge.get("new_evidence"), data, allowed)
-                    note_citations(citations, seat, f"challenge {number + 1} on {challenge.get('target_id')}")
+                    target = str(challenge.get("target_id") or "")
+                    note_citations(
+                        citations,
+                        seat,
+                        f"challenge {number + 1} on {target}",
+                        f"challenge {number + 1}, on {arg_label(target)} ({target})",
+                    )
             shorts = [s for s in sides if s["short"]]
             pairs.append(
                 {
@@ -1150,7 +1171,12 @@ class MarketPanel(Protocol[MarketPanelConfig]):
                 abandoned = set((closing or {}).get("abandoned", []))
                 for argument in self._arguments(seat, board.openings.get(seat)):
                     citations = evidence_verify(argument.get("evidence"), data, allowed)
-                    note_citations(citations, seat, argument["id"])
+                    note_citations(
+                        citations,
+                        seat,
+                        argument["id"],
+                        f"{arg_label(argument['id'], seat=False).lower()} ({argument['id']})",
+                    )
                     if argument["id"] in abandoned:
                         after = {"state": "abandoned"}
                     elif argument["id"] in refined:
@@ -1292,14 +1318,14 @@ def chart_config(outcome: Mapping[str, Any]) -> dict[str, Any]:
     for n in numbers:
         datasets.append(
             {
-                "label": f"argument {n}",
+                "label": f"argument {n + 1}",
                 "data": [by_seat[s].get(n) for s in seats],
                 "backgroundColor": [STANCE_COLOURS[s.rsplit("_", 1)[1]][min(n, 3)] for s in seats],
             }
         )
     return {
         "type": "bar",
-        "data": {"labels": seats, "datasets": datasets},
+        "data": {"labels": [seat_name(s) for s in seats], "datasets": datasets},
         "options": {
             "animation": False,
             "maintainAspectRatio": False,

@@ -165,9 +165,14 @@ def test_the_page_shows_the_trace_table_chart_flags_and_weights(moderator_client
     mismatches = mismatches[: mismatches.index("</div>")]
     text = re.sub(r"<[^>]+>", "", mismatches)
     assert (
-        "Fundamental bull (fund_bull_arg_0) quotes 4.5 for sectors.XLK.change_20d_pct; the knowledge base has 3.9."
-        in text
+        "Fundamental bull, argument 1 (fund_bull_arg_0), quotes 4.5 for sectors.XLK.change_20d_pct; the knowledge "
+        "base has 3.9." in text
     )
+    # Every argument of the trace is named for people (counted from 1), its id beside the name.
+    labelled = re.findall(
+        r'<span class="claim-id">(Argument \d+)</span> <code class="arg-id">([a-z_0-9]+)</code>', table
+    )
+    assert labelled == [(f"Argument {int(r['id'].rsplit('_', 1)[1]) + 1}", r["id"]) for r in outcome["rows"]]
     weights = unescape(html[html.index('id="market-weights"') :])
     assert "Logic 30 %" in weights and "Persuasiveness 20 %" in weights
     assert 'class="badge citation-mismatch"' in table
@@ -211,6 +216,8 @@ def test_a_streaming_opening_challenge_and_judgement_render_what_has_arrived_in_
         {"card": live_card(key="r1/opening/tech_bull", task="opening", protocol="market-panel", text=text)},
     )
     assert 'data-argument="tech_bull_arg_0"' in html and "SPX above its MA200" in html
+    # Arguments are named for people, counted from 1, with the id agents cite beside the name.
+    assert '<span class="claim-id">Argument 1</span> <code class="arg-id">tech_bull_arg_0</code>' in html
     text = '{"on_arg_0": {"challenge_type": "refute", "reasoning": "Lagging"}, "on_arg_1": {"challenge_type": "conc'
     html = render_to_string(
         "debates/run_detail.html#turn-live",
@@ -218,6 +225,7 @@ def test_a_streaming_opening_challenge_and_judgement_render_what_has_arrived_in_
     )
     assert 'data-target="…_arg_0" data-type="refute"' in html and "Lagging" in html
     assert 'data-target="…_arg_1"' in html
+    assert 'On <span class="claim-id arg-ref">Argument 2</span> <code class="arg-id">…_arg_1</code>' in html
     text = (
         '{"scores": {"tech_bull_arg_0": {"logic": 7, "evidence": 8, "clarity": 8, "persuasiveness": 6, '
         '"weighted": 7.3, "status": "WEAKENED"}, "tech_bear_arg_0": {"logic": 4'
@@ -226,10 +234,13 @@ def test_a_streaming_opening_challenge_and_judgement_render_what_has_arrived_in_
         "debates/run_detail.html#turn-live",
         {"card": live_card(key="r4/judgement/judge", task="judgement", protocol="market-panel", text=text)},
     )
-    rows = re.findall(r"<tr><td>(.*?)</td><td>(\d*)", html)
+    rows = re.findall(
+        r'<tr><td><span class="claim-id arg-ref">(.*?)</span> <code class="arg-id">(.*?)</code></td><td>(\d*)',
+        html,
+    )
     assert rows == [
-        ("tech_bull_arg_0", "7"),
-        ("tech_bear_arg_0", "4"),
+        ("Technical bull, argument 1", "tech_bull_arg_0", "7"),
+        ("Technical bear, argument 1", "tech_bear_arg_0", "4"),
     ]  # a row per argument as its scores come
     assert "WEAKENED" in html
 

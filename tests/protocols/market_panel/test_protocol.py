@@ -22,6 +22,7 @@ from debates.protocols.market_panel.protocol import (
     KEY_JUDGEMENT,
     MATERIAL_NOTE,
     MarketPanelConfig,
+    arg_label,
     evidence_verify,
     key_closing,
     key_opening,
@@ -557,6 +558,20 @@ def test_the_trace_reads_either_variant() -> None:
 # --- outcome and degradation ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("argument_id", "seat", "label"),
+    [
+        ("tech_bull_arg_0", True, "Technical bull, argument 1"),
+        ("macro_bear_arg_2", True, "Macro bear, argument 3"),
+        ("fund_bear_arg_1", False, "Argument 2"),
+        ("…_arg_0", True, "Argument 1"),  # a target still streaming, its seat not yet known
+        ("not an id", True, "not an id"),
+    ],
+)
+def test_an_argument_is_named_for_people_counted_from_one(argument_id: str, seat: bool, label: str) -> None:
+    assert arg_label(argument_id, seat=seat) == label
+
+
 def test_the_outcome_has_the_trace_table_chart_synthesis_and_pick() -> None:
     plan = PROTOCOL.plan(view(full_history()))
     assert isinstance(plan, Done) and not plan.failed
@@ -571,8 +586,10 @@ def test_the_outcome_has_the_trace_table_chart_synthesis_and_pick() -> None:
         [["bull", "Bull case"], ["bear", "Bear case"]],
     )
     chart = outcome["chart"]
-    assert chart["data"]["labels"] == SEATS
-    assert [d["label"] for d in chart["data"]["datasets"]] == ["argument 0", "argument 1"]
+    # Seats and arguments as people read them (arguments counted from 1; the ids count from 0).
+    assert chart["data"]["labels"][:3] == ["Technical bull", "Technical bear", "Fundamental bull"]
+    assert len(chart["data"]["labels"]) == len(SEATS)
+    assert [d["label"] for d in chart["data"]["datasets"]] == ["argument 1", "argument 2"]
     assert chart["data"]["datasets"][0]["data"] == [7.5] * 8
     closing_row = outcome["rows"][0]["closing"]
     assert closing_row == {"state": "refined", "refinement": "r", "confidence_adjusted": 0.6}
