@@ -3,6 +3,7 @@ js-default preset (raw HTML off), then nh3 with an allowlist. Nothing is marked 
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import nh3
@@ -64,3 +65,27 @@ def render_markdown(text: str) -> SafeString:
 
 def render_markdown_inline(text: str) -> SafeString:
     return mark_safe(_render_inline(text or ""))  # noqa: S308 - sanitised in _render_inline
+
+
+# Streaming text is cut anywhere: a bold opened and not yet closed shows its asterisks ("**For"), a list item begun
+# shows an empty bullet. The text still being written is mended for display until the rest arrives; the committed
+# turn renders the whole text as written.
+_LIST_MARKER_ONLY = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])?[ \t]*")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)", re.M)
+
+
+def markdown_streaming_mend(text: str) -> str:
+    """`text` as far as it has streamed, mended to render as it will once finished: a last line that is only a
+    list marker is left out; an unclosed code fence, inline code span or bold is closed, or left out while
+    nothing follows its opener yet."""
+    head, _, last = text.rpartition("\n")
+    if _LIST_MARKER_ONLY.fullmatch(last):
+        text = head
+    fences = _FENCE.findall(text)
+    if len(fences) % 2:  # inside a code block: what follows is code, shown as it comes
+        return f"{text}\n{fences[-1]}"
+    for marker, count in (("`", text.count("`") - 3 * text.count("```")), ("**", text.count("**"))):
+        if count % 2:
+            text = text.rstrip()
+            text = text.removesuffix(marker).rstrip() if text.endswith(marker) else text + marker
+    return text

@@ -13,6 +13,7 @@ from pydantic_core import from_json
 from debates.engine import registry
 from debates.engine.view import run_seats, run_view_load
 from debates.models import Run, Turn, TurnStatus, turn_dom_id
+from debates.platform.rendering import markdown_streaming_mend
 from kb.models import Revision
 
 # The name of the {% cache %} fragment of a finished turn card in run_detail.html's `transcript` partial.
@@ -27,6 +28,21 @@ def partial_json(text: str) -> Any:
         return from_json(text, allow_partial="trailing-strings")
     except ValueError:
         return {}
+
+
+def streaming_data(text: str) -> Any:
+    """A streaming turn's data as its card shows it: the JSON parsed so far, the string still being written (the
+    last one, as JSON streams in order) mended so that its markdown renders as it will once finished."""
+    data = partial_json(text)
+    container: Any = None
+    key: Any = None
+    node = data
+    while isinstance(node, dict | list) and node:
+        container, key = node, (next(reversed(node)) if isinstance(node, dict) else len(node) - 1)
+        node = container[key]
+    if isinstance(node, str) and container is not None:
+        container[key] = markdown_streaming_mend(node)
+    return data
 
 
 def body_template(protocol: str, task: str) -> str:
@@ -44,7 +60,7 @@ def turn_card(
     looks cited arguments, ledger entries and turn numbers up in; None renders the body from its data alone."""
     seat = turn.seat
     streaming = turn.status == TurnStatus.STREAMING
-    data = partial_json(turn.raw_text) if streaming or turn.payload is None else turn.payload
+    data = streaming_data(turn.raw_text) if streaming or turn.payload is None else turn.payload
     duration = None
     if turn.finished_at and turn.started_at:
         duration = (turn.finished_at - turn.started_at).total_seconds()
@@ -84,7 +100,7 @@ def turn_card(
 def live_card(
     *, key: str, task: str, protocol: str, text: str, names: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    data = partial_json(text)
+    data = streaming_data(text)
     return {
         "dom_id": turn_dom_id(key),
         "key": key,

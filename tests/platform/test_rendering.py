@@ -8,7 +8,12 @@ from html.parser import HTMLParser
 import pytest
 from django.template.loader import render_to_string
 
-from debates.platform.rendering import ALLOWED_TAGS, render_markdown, render_markdown_inline
+from debates.platform.rendering import (
+    ALLOWED_TAGS,
+    markdown_streaming_mend,
+    render_markdown,
+    render_markdown_inline,
+)
 from debates.selectors.cards import live_card
 
 XSS_CORPUS = [
@@ -158,3 +163,21 @@ def test_ordinary_markdown_still_renders():
 def test_the_checker_flags_every_raw_html_payload():
     raw = [p for p in XSS_CORPUS if p.startswith("<")]
     assert raw and all(executable_parts(p) for p in raw)
+
+
+@pytest.mark.parametrize(
+    ("streamed", "shown"),
+    [
+        ("Pricing **For", "Pricing **For**"),  # a bold still open is closed
+        ("**For ", "**For**"),
+        ("weighs **", "weighs"),  # an opener with nothing after it yet is left out
+        ("Points:\n- one\n- ", "Points:\n- one"),  # a list item begun, with no text yet
+        ("Points:\n1. one\n2.", "Points:\n1. one"),
+        ("uses `ma20", "uses `ma20`"),
+        ("```python\nx = 1", "```python\nx = 1\n```"),  # inside a code block: closed, its text left as it is
+        ("done **bold** and `code`", "done **bold** and `code`"),  # balanced text is left as it is
+        ("", ""),
+    ],
+)
+def test_streaming_markdown_is_mended_to_render_as_it_will_once_finished(streamed, shown):
+    assert markdown_streaming_mend(streamed) == shown

@@ -25,6 +25,7 @@ from debates.engine.publish import event_messages
 from debates.models import HumanAction, HumanActionKind, Run, RunEvent, RunStatus, Turn
 from debates.protocols.kb_debate import schema
 from debates.protocols.kb_debate.page import kb_debate_context
+from debates.selectors import cards as selectors_cards
 from debates.selectors import runs as selectors
 from debates.selectors.panels import run_panels
 from debates.services import runs as services
@@ -321,6 +322,30 @@ def test_a_streamed_turn_renders_its_partial_json(debated):
     )
     assert "engagement-asymmetry:pro-" in html
     assert executable_parts(html) == []
+
+
+def test_a_streaming_turn_shows_its_markdown_as_it_will_render_not_half_written(debated):
+    """A bold still open shows as bold, not as asterisks; a list item just begun shows no empty bullet."""
+    begun = '{"responds_to": {"entry": "L-001", "turn": 1}, "move": "rebut", "text": "Stockholm: **For pric'
+    html = frames.turn_live_frame(
+        key="t05/turn/debater-pro-pricing", task="turn", protocol="kb-debate", text=begun
+    )
+    body = html[html.index('class="turn-text"') :]
+    assert "<strong>For pric</strong>" in body and "**" not in body
+    listed = begun[: begun.index("Stockholm")] + "Two points:\\n- the cut held\\n- "
+    html = frames.turn_live_frame(
+        key="t05/turn/debater-pro-pricing", task="turn", protocol="kb-debate", text=listed
+    )
+    body = html[html.index('class="turn-text"') :]
+    assert body.count("<li>") == 1 and "<li>the cut held</li>" in body and "<li></li>" not in body
+    # Once committed, the text renders as written.
+    commit(debated, "t05/turn/debater-pro-pricing", {**REBUT, "text": "Plainly **unbalanced"})
+    card = Turn.objects.get(run=debated, key="t05/turn/debater-pro-pricing")
+    assert "**unbalanced" in unescape(
+        render_to_string(
+            "debates/run_detail.html#turn", {"card": selectors_cards.turn_card(card, "kb-debate")}
+        )
+    )
 
 
 def test_the_run_directory_link_serves_the_export_zip(moderator_client, debated, monkeypatch):
