@@ -1,24 +1,31 @@
 """`manage.py bench cpu`: what a debate costs the server's CPU, and how soon its text shows.
 
 The one-laptop server (`manage.py serve`: Daphne, in-memory layer, the debates on its own loop) runs the reference
-debate, the consultation demo (three agents and a judge) against the simulated model paced as a real one (time to
-first token --ttft, --cps characters per second), while one websocket viewer watches it as the run page does. The
-server's own CPU time (user + system, from /proc) over the debate, from the moderator's start to the viewer having
-the final frame, is the figure: per debate, and per 1,000 characters streamed. The same viewer's frames give the
-delay from each turn's first token (Turn.first_token_at, written by the server) to the first frame that shows the
-text, p95 over the turns.
+debate, the consultation demo (three agents and a judge), against a model paced as a real one (time to first token
+--ttft, --cps characters per second), while one websocket viewer watches it as the run page does. The model answers
+in one of two ways (--backends, both by default, one after the other in one run): the simulated backend, paced in
+the server's own process (its pacing counts as the server's work), or the real Anthropic SDK in the server against
+the fake model server (debates.devtools.fake_llm) run in the bench's process, which streams the same answers at the
+same pace in 12-character events, as a real stream comes: the SDK's work on every event counts, the fake model's
+does not (the peer was measured so). The server's own CPU time (user + system, from /proc) over the debate, from
+the moderator's start to the viewer having the final frame, is the figure: per debate, and per 1,000 characters
+streamed. The same viewer's frames give the delay from each turn's first token (Turn.first_token_at, written by the
+server) to the first frame that shows the text, p95 over the turns.
 
-Reference: karpathy's llm-council, measured on this machine for issue 24 with the same fake model (8 calls, no
+Reference: karpathy's llm-council, measured on the machine of issue 24 with the same fake model (8 calls, no
 streaming, FastAPI writing JSON files): 0.23 s per debate. It is not vendored, so this bench prints that figure as
 the reference rather than re-running it."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
+import os
 import re
 import statistics
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from debates.devtools.bench_fanout import (
@@ -32,10 +39,15 @@ from debates.devtools.bench_fanout import (
     runs_watch,
     session_cookie,
 )
+from debates.devtools.fake_llm import FakeLLMServer
 from debates.models import Run, Turn
 from debates.services.demos import run_headless_demo_create
 
 TOPIC_PREFIX = "[bench-cpu] "
+BACKENDS = {
+    "simulated": "simulated backend (the model paced in the server's own process)",
+    "anthropic": "Anthropic SDK against a fake model server in the bench's process (as the peer was measured)",
+}
 REFERENCE_PEER_CPU = 0.23  # llm-council, s per debate (issue 24, this machine, same fake model)
 TARGET_CPU_PER_DEBATE = 0.35  # within 1.5x of a peer that does not stream at all
 TARGET_CPU_PER_1000_CHARS = 0.04
@@ -62,16 +74,44 @@ def _first_text_at(frames: list[tuple[float, str]]) -> dict[str, float]:
     return shown
 
 
-def measure_cpu(*, runs: int, ttft: float, cps: float, protocol: str = "consultation") -> dict[str, Any]:
+@contextlib.contextmanager
+def _model(backend: str, *, ttft: float, cps: float) -> Iterator[None]:
+    """Where the debates' model answers. `simulated`: in the server's own process (the simulated backend paces its
+    stream there, so its cost counts as the server's). `anthropic`: the real Anthropic SDK in the server, against
+    the fake model server run here, in this process (as the peer was measured: its fake model's work is not its
+    server's), streaming at the same pace; a fake key, only in the server's environment."""
+    if backend == "simulated":
+        yield
+        return
+    chunk = 12
+    with FakeLLMServer(ttft=ttft, chunk_chars=chunk, chunk_delay=chunk / cps if cps else 0.0) as fake:
+        saved = {name: os.environ.get(name) for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
+        os.environ.update(ANTHROPIC_API_KEY="bench-fake-key", ANTHROPIC_BASE_URL=fake.url)
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+def measure_cpu(
+    *, runs: int, ttft: float, cps: float, protocol: str = "consultation", backend: str = "simulated"
+) -> dict[str, Any]:
     viewer_cookie = session_cookie(BENCH_VIEWER, moderate=False)
     moderator_cookie = session_cookie(BENCH_MODERATOR, moderate=True)
     rows: list[dict[str, Any]] = []
-    with Server("inmemory", "", 1, 1) as server:
+    with _model(backend, ttft=ttft, cps=cps), Server("inmemory", "", 1, 1) as server:
         pid = server.popens["server"].pid
         time.sleep(1)  # the server's start-up work is not the debate's
         for n in range(runs):
             run = run_headless_demo_create(
-                protocol=protocol, seed=100 + n, backend_options={"ttft": ttft, "cps": cps}
+                protocol=protocol,
+                seed=100 + n,
+                backend=backend,
+                backend_options={"ttft": ttft, "cps": cps} if backend == "simulated" else {},
             )
             Run.objects.filter(pk=run.pk).update(topic=TOPIC_PREFIX + run.topic, pause_requested=True)
             before = process_cpu(pid)
@@ -102,6 +142,7 @@ def measure_cpu(*, runs: int, ttft: float, cps: float, protocol: str = "consulta
     delays = [d for row in rows for d in row["first_text_ms"]]
     return {
         "protocol": protocol,
+        "backend": backend,
         "rows": rows,
         "cpu": statistics.median(r["cpu"] for r in rows),
         "cpu_per_1000": statistics.median(r["cpu_per_1000"] for r in rows),

@@ -1,5 +1,6 @@
-"""`manage.py bench cpu` with one debate (a consultation against the paced simulated model, a `manage.py serve`
-process with one real websocket viewer, against the test database): the lines it prints (the server's CPU per
+"""`manage.py bench cpu` with one debate per backend (a consultation against the paced simulated model, then through
+the Anthropic SDK against the fake model server; a `manage.py serve` process with one real websocket viewer, against
+the test database): the lines it prints (the server's CPU per
 debate and per 1,000 streamed characters, the first text on screen after the first token, each against its target,
 with llm-council's figure as the reference), and that it cleans up. Not a timing assertion."""
 
@@ -9,9 +10,9 @@ import io
 import re
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
-from debates.devtools.bench_cpu import TOPIC_PREFIX, _first_text_at
+from debates.devtools.bench_cpu import BACKENDS, TOPIC_PREFIX, _first_text_at
 from debates.devtools.bench_fanout import process_cpu
 from debates.models import Run
 
@@ -23,33 +24,46 @@ RUN_LINE = re.compile(
 
 @pytest.mark.django_db(transaction=True)
 def test_bench_cpu_prints_the_servers_cpu_and_the_first_text_delay_against_the_targets_and_cleans_up():
+    """Both ways a model answers, one after the other in one run: the simulated backend in the server's process,
+    and the Anthropic SDK in the server against the fake model server run by the bench."""
     out = io.StringIO()
     call_command("bench", "cpu", "--runs", "1", "--database", "configured", stdout=out)
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith(
-        "bench cpu: 1 consultation debates (3 agents + judge), simulated model ttft=0.3s cps=1500, one after "
-        "another in a `manage.py serve` process with one websocket viewer;"
-    )
-    run = RUN_LINE.match(lines[1])
-    assert run, lines[1]
-    assert float(run["cpu"]) > 0 and int(run["turns"]) >= 8 and int(run["chars"].replace(",", "")) > 1000
-    assert re.match(
-        r"^CPU per debate: median \d+\.\d{3}s \(target <= 0\.35s; reference llm-council 0\.23s, no streaming: "
-        r"x\d+\.\d\d\) (PASS|FAIL)$",
-        lines[2],
-    ), lines[2]
-    assert re.match(
-        r"^CPU per 1,000 streamed characters: median \d+\.\d{4}s \(target <= 0\.04s\) (PASS|FAIL)$", lines[3]
-    ), lines[3]
-    first = re.match(
-        r"^first text on screen after the model's first token: p95 (?P<ms>-?\d+) ms over (?P<turns>\d+) turns "
-        r"\(target <= 100 ms\) (PASS|FAIL)$",
-        lines[4],
-    )
-    assert first, lines[4]
-    # Every turn's text reached the viewer, after its first token.
-    assert int(first["turns"]) == int(run["turns"]) and int(first["ms"]) >= 0
+    assert len(lines) == 10, lines
+    for backend, block in (("simulated", lines[:5]), ("anthropic", lines[5:])):
+        assert block[0].startswith(
+            f"bench cpu, {BACKENDS[backend]}: 1 consultation debates (3 agents + judge), model ttft=0.3s cps=1500, "
+            "one after another in a `manage.py serve` process with one websocket viewer;"
+        ), block[0]
+        run = RUN_LINE.match(block[1])
+        assert run, block[1]
+        assert float(run["cpu"]) > 0 and int(run["turns"]) >= 8 and int(run["chars"].replace(",", "")) > 1000
+        assert re.match(
+            rf"^{backend}: CPU per debate: median \d+\.\d{{3}}s \(target <= 0\.35s; reference llm-council 0\.23s, "
+            r"no streaming: x\d+\.\d\d\) (PASS|FAIL)$",
+            block[2],
+        ), block[2]
+        assert re.match(
+            rf"^{backend}: CPU per 1,000 streamed characters: median \d+\.\d{{4}}s \(target <= 0\.04s\) "
+            r"(PASS|FAIL)$",
+            block[3],
+        ), block[3]
+        first = re.match(
+            rf"^{backend}: first text on screen after the model's first token: p95 (?P<ms>-?\d+) ms over "
+            r"(?P<turns>\d+) turns \(target <= 100 ms\) (PASS|FAIL)$",
+            block[4],
+        )
+        assert first, block[4]
+        # Every turn's text reached the viewer, after its first token.
+        assert int(first["turns"]) == int(run["turns"]) and int(first["ms"]) >= 0
     assert not Run.objects.filter(topic__startswith=TOPIC_PREFIX).exists()
+
+
+def test_bench_cpu_names_an_unknown_backend():
+    with pytest.raises(
+        CommandError, match=r"unknown backend\(s\) \['gpt'\]; choose from simulated, anthropic"
+    ):
+        call_command("bench", "cpu", "--backends", "simulated,gpt", stdout=io.StringIO())
 
 
 def test_the_first_text_of_a_turn_is_its_first_live_frame_with_words_besides_the_cursor():

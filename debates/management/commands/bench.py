@@ -516,8 +516,9 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--backends",
-            default=",".join(ROBUSTNESS_BACKENDS),
-            help="robustness: anthropic, openai (default both).",
+            default=None,
+            help="robustness: anthropic, openai (default both); cpu: simulated, anthropic (default both, one after "
+            "the other).",
         )
         parser.add_argument("--seed", type=int, default=1, help="robustness: the schema-only server's seed.")
         parser.add_argument(
@@ -537,7 +538,11 @@ class Command(BaseCommand):
             with _database(opts["database"], "bench robustness", cleanup=lambda: None) as where:
                 return self._robustness(
                     protocols=[p.strip() for p in opts["protocols"].split(",") if p.strip()],
-                    backends=[b.strip() for b in opts["backends"].split(",") if b.strip()],
+                    backends=[
+                        b.strip()
+                        for b in (opts["backends"] or ",".join(ROBUSTNESS_BACKENDS)).split(",")
+                        if b.strip()
+                    ],
                     seed=opts["seed"],
                     where=where,
                 )
@@ -564,8 +569,19 @@ class Command(BaseCommand):
                 workers=opts["workers"],
             )
         if which == "cpu":
+            chosen = opts["backends"] if opts["backends"] is not None else ",".join(bench_cpu.BACKENDS)
+            backends = [b.strip() for b in chosen.split(",") if b.strip()]
+            unknown = [b for b in backends if b not in bench_cpu.BACKENDS]
+            if unknown or not backends:
+                raise CommandError(
+                    f"bench cpu: unknown backend(s) {unknown}; choose from {', '.join(bench_cpu.BACKENDS)}"
+                )
             with _database(opts["database"], "bench cpu", cleanup=bench_cpu.bench_cpu_cleanup) as where:
-                return self._cpu(runs=3 if runs is None else runs, ttft=ttft, cps=cps, where=where)
+                for backend in backends:
+                    self._cpu(
+                        runs=3 if runs is None else runs, ttft=ttft, cps=cps, where=where, backend=backend
+                    )
+                return None
         if which == "pages":
             return self._pages(
                 runs=10_000 if runs is None else runs,
@@ -694,11 +710,12 @@ class Command(BaseCommand):
             f"({obeying}) {'OK' if done == len(rows) and not failed and not downs and share <= TARGET_REPAIR_SHARE else 'MISSED'}"
         )
 
-    def _cpu(self, *, runs: int, ttft: float, cps: float, where: str) -> None:
-        result = bench_cpu.measure_cpu(runs=runs, ttft=ttft, cps=cps)
+    def _cpu(self, *, runs: int, ttft: float, cps: float, where: str, backend: str) -> None:
+        result = bench_cpu.measure_cpu(runs=runs, ttft=ttft, cps=cps, backend=backend)
         self.stdout.write(
-            f"bench cpu: {runs} {result['protocol']} debates (3 agents + judge), simulated model ttft={ttft}s "
-            f"cps={cps:.0f}, one after another in a `manage.py serve` process with one websocket viewer; {where}"
+            f"bench cpu, {bench_cpu.BACKENDS[backend]}: {runs} {result['protocol']} debates (3 agents + judge), "
+            f"model ttft={ttft}s cps={cps:.0f}, one after another in a `manage.py serve` process with one websocket "
+            f"viewer; {where}"
         )
         for index, row in enumerate(result["rows"], start=1):
             self.stdout.write(
@@ -711,16 +728,16 @@ class Command(BaseCommand):
 
         cpu, per_1000, first = result["cpu"], result["cpu_per_1000"], result["first_text_p95_ms"]
         self.stdout.write(
-            f"CPU per debate: median {cpu:.3f}s (target <= {bench_cpu.TARGET_CPU_PER_DEBATE}s; reference "
+            f"{backend}: CPU per debate: median {cpu:.3f}s (target <= {bench_cpu.TARGET_CPU_PER_DEBATE}s; reference "
             f"llm-council {bench_cpu.REFERENCE_PEER_CPU}s, no streaming: x{cpu / bench_cpu.REFERENCE_PEER_CPU:.2f}) "
             f"{verdict(cpu <= bench_cpu.TARGET_CPU_PER_DEBATE)}"
         )
         self.stdout.write(
-            f"CPU per 1,000 streamed characters: median {per_1000:.4f}s "
+            f"{backend}: CPU per 1,000 streamed characters: median {per_1000:.4f}s "
             f"(target <= {bench_cpu.TARGET_CPU_PER_1000_CHARS}s) {verdict(per_1000 <= bench_cpu.TARGET_CPU_PER_1000_CHARS)}"
         )
         self.stdout.write(
-            f"first text on screen after the model's first token: p95 {first:.0f} ms over "
+            f"{backend}: first text on screen after the model's first token: p95 {first:.0f} ms over "
             f"{result['first_text_turns']} turns (target <= {bench_cpu.TARGET_FIRST_TEXT_MS:.0f} ms) "
             f"{verdict(first <= bench_cpu.TARGET_FIRST_TEXT_MS)}"
         )
