@@ -10,6 +10,7 @@ after the call; an invalid answer is repaired once, then the turn fails."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
+from pydantic import BaseModel
 
 from debates.agents.base import AgentRequest, BackendError, Delta, Result
 from debates.agents.catalog import anthropic_unavailable_reason
@@ -50,6 +52,13 @@ def _new_client() -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(max_retries=conf("SDK_MAX_RETRIES"), timeout=conf("API_TIMEOUT_SECONDS"))
 
 
+@functools.lru_cache(maxsize=256)
+def _output_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """A step's JSON schema as the API takes it, built once per schema class (every call of a step sends it; the SDK
+    only serialises it)."""
+    return anthropic.transform_schema(schema)
+
+
 def request_params(request: AgentRequest) -> dict[str, Any]:
     prompt = request.prompt()
     system = [{"type": "text", "text": prompt.shared, "cache_control": EPHEMERAL}]
@@ -58,7 +67,7 @@ def request_params(request: AgentRequest) -> dict[str, Any]:
         content[-1]["cache_control"] = EPHEMERAL
     content.append({"type": "text", "text": f"{prompt.persona}\n\n{prompt.task}"})
     output_config: dict[str, Any] = {
-        "format": {"type": "json_schema", "schema": anthropic.transform_schema(request.step.schema)}
+        "format": {"type": "json_schema", "schema": _output_schema(request.step.schema)}
     }
     if request.effort:
         output_config["effort"] = request.effort

@@ -439,3 +439,46 @@ class CauseTests:
         from debates.agents.remote import url_shown
 
         assert url_shown("http://user:secret@proxy.local:8080/v1") == "http://proxy.local:8080/v1"
+
+
+def test_a_streamed_answer_keeps_the_starts_usage_and_takes_the_deltas_cumulative_counts():
+    """As the SDK's own accumulation: a message_delta's counts are totals so far (they overwrite), and one it
+    leaves out keeps the value message_start gave."""
+    from anthropic.types import RawMessageDeltaEvent, RawMessageStartEvent
+
+    from debates.agents.anthropic_api import _Answer
+
+    start = RawMessageStartEvent.model_validate(
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-served",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 900, "output_tokens": 1, "cache_read_input_tokens": 800},
+            },
+        }
+    )
+    answer = _Answer(model=MODEL)
+    answer.take(start)
+    assert (answer.model, answer.stop_reason) == ("claude-served", None)
+    for output in (40, 75):
+        answer.take(
+            RawMessageDeltaEvent.model_validate(
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn" if output == 75 else None, "stop_sequence": None},
+                    "usage": {"output_tokens": output, "input_tokens": None, "cache_read_input_tokens": None},
+                }
+            )
+        )
+    assert answer.stop_reason == "end_turn"
+    assert (answer.usage.input_tokens, answer.usage.cache_read_input_tokens, answer.usage.output_tokens) == (
+        900,
+        800,
+        75,
+    )
