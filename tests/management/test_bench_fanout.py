@@ -17,7 +17,8 @@ from debates.models import Run
 
 LINE = re.compile(
     r"^  (?P<layer>inmemory|redis|redis-pubsub): frame lag p50 (?P<p50>\d+\.\d) ms, p95 (?P<p95>\d+\.\d) ms over "
-    r"(?P<frames>[\d,]+) frames \(target p95 <= 250 ms; first viewer p95 (?P<first>\d+\.\d) ms, spread over viewers "
+    r"(?P<frames>[\d,]+) events \(target p95 <= 250 ms; the last event of each frame alone p95 (?P<status>\d+\.\d) "
+    r"ms; first viewer p95 (?P<first>\d+\.\d) ms, spread over viewers "
     r"p95 (?P<spread>\d+\.\d) ms\); live frames per turn per second max (?P<fps>\d+\.\d), "
     r"median \d+\.\d over (?P<turns>\d+) turns \(target <= 20\); longest silence while a turn streams "
     r"(?P<silence>\d+) ms \(target <= 1000 ms\); (?:worker memory (?P<ready>\d+) MiB ready, (?P<peak>\d+) MiB at "
@@ -72,7 +73,7 @@ def test_bench_fanout_prints_each_layer_against_the_targets_and_cleans_up(redis_
     assert [m["layer"] for m in measured if m] == ["inmemory", "redis", "redis-pubsub"]
     for m in measured:
         assert m is not None
-        assert 0 < float(m["p50"]) <= float(m["p95"])
+        assert 0 < float(m["p50"]) <= float(m["p95"]) and float(m["status"]) > 0
         assert float(m["first"]) > 0 and float(m["spread"]) >= 0
         assert int(m["frames"].replace(",", "")) >= 6 and int(m["turns"]) > 0
         assert int(m["silence"]) > 0  # measured over the turns' streaming windows
@@ -147,3 +148,38 @@ def test_a_bench_viewer_shows_the_newest_status_its_frames_carried_read_when_ask
     assert viewer.status == ("completed", 9)
     viewer._keep(status("failed", 10))
     assert viewer.status == ("failed", 10)
+
+
+@pytest.mark.django_db
+def test_the_lag_counts_every_event_a_frame_brings_not_only_the_one_carrying_the_status(make_run):
+    """A burst arrives in one frame with the status (its last event's seq) at the end: every event since the
+    viewer's previous status reached it then, a commit held back for the next start included."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from debates.devtools.bench_fanout import Viewer, _figures
+    from debates.engine.events import event_append
+    from debates.models import RunEvent
+
+    run = make_run()
+    for kind in ("turn_started", "turn_committed", "turn_started"):
+        event_append(run_id=run.pk, kind=kind, payload={"key": "r1/x/a", "attempt": 1})
+    seqs = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", flat=True))
+    base = timezone.now()
+    for offset, seq in enumerate(seqs):  # each written 100 ms after the one before
+        RunEvent.objects.filter(run=run, seq=seq).update(created_at=base + timedelta(seconds=0.1 * offset))
+
+    def status(seq: int) -> str:
+        return f'<section id="run-status" class="x" data-status="running" data-seq="{seq}">'
+
+    viewer = Viewer(run_id=run.pk)
+    arrived = base.timestamp() + 0.1 * (len(seqs) - 1) + 0.05  # 50 ms after the last event was written
+    viewer.frames = [
+        (base.timestamp(), status(seqs[-4])),
+        (arrived, "<div>commit</div><div>start</div>" + status(seqs[-1])),
+    ]
+    figures = _figures("inmemory", [run.pk], [viewer], wall=1.0)
+    # The three events after the snapshot's seq: 250, 150 and 50 ms behind; the status-carrying one alone 50 ms.
+    assert figures["lagged_frames"] == 3
+    assert round(figures["p95_ms"]) == 250 and round(figures["status_p95_ms"]) == 50

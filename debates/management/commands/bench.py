@@ -824,7 +824,8 @@ class Command(BaseCommand):
                 )
                 self.stdout.write(
                     f"  {layer}: frame lag p50 {result['p50_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms over "
-                    f"{result['lagged_frames']:,} frames (target p95 <= {bench_fanout.TARGET_P95_MS:.0f} ms; "
+                    f"{result['lagged_frames']:,} events (target p95 <= {bench_fanout.TARGET_P95_MS:.0f} ms; "
+                    f"the last event of each frame alone p95 {result['status_p95_ms']:.1f} ms; "
                     f"first viewer p95 {result['first_p95_ms']:.1f} ms, spread over viewers p95 "
                     f"{result['spread_p95_ms']:.1f} ms); "
                     f"live frames per turn per second max {result['fps_max']:.1f}, median "
