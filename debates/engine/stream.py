@@ -30,6 +30,7 @@ PUBLISH_DELAY_SECONDS = 0.02
 # nothing on an idle machine; under load (ten debates on a worker's one interpreter) a decision takes longer, and
 # at 0.15 s a KB debate's commits went out alone, then their next starts: at 20 debates x 50 viewers, 0.3 s gave
 # 10-20 % fewer frames and a p95 lag of 0.28-0.32 s (four runs) against 0.40-0.60 s (two; README, bench fanout).
+# Since the bench counts the held commit's own lag too (tenth session), 0.3 against 0.15 s was within the spread.
 PUBLISH_HOLD_SECONDS = 0.3
 
 # A structured answer opens with syntax (`{"claims": [{"text": "`): its first frame worth sending is the one
