@@ -27,6 +27,7 @@ import statistics
 import time
 from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 from debates.devtools.bench_fanout import (
     BENCH_MODERATOR,
@@ -84,17 +85,12 @@ def _model(backend: str, *, ttft: float, cps: float) -> Iterator[None]:
         yield
         return
     chunk = 12
-    with FakeLLMServer(ttft=ttft, chunk_chars=chunk, chunk_delay=chunk / cps if cps else 0.0) as fake:
-        saved = {name: os.environ.get(name) for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
-        os.environ.update(ANTHROPIC_API_KEY="bench-fake-key", ANTHROPIC_BASE_URL=fake.url)
-        try:
-            yield
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+    with (
+        FakeLLMServer(ttft=ttft, chunk_chars=chunk, chunk_delay=chunk / cps if cps else 0.0) as fake,
+        # The server started inside inherits them; this process has them back as they were afterwards.
+        mock.patch.dict(os.environ, {"ANTHROPIC_API_KEY": "bench-fake-key", "ANTHROPIC_BASE_URL": fake.url}),
+    ):
+        yield
 
 
 def measure_cpu(
