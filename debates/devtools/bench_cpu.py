@@ -49,7 +49,7 @@ BACKENDS = {
     "simulated": "simulated backend (the model paced in the server's own process)",
     "anthropic": "Anthropic SDK against a fake model server in the bench's process (as the peer was measured)",
 }
-REFERENCE_PEER_CPU = 0.23  # llm-council, s per debate (issue 24, this machine, same fake model)
+REFERENCE_PEER_CPU = 0.23  # llm-council, s per debate (measured for issue 24 on its machine, same fake model)
 TARGET_CPU_PER_DEBATE = 0.35  # within 1.5x of a peer that does not stream at all
 TARGET_CPU_PER_1000_CHARS = 0.04
 TARGET_FIRST_TEXT_MS = 100.0  # after the model's first token, p95
