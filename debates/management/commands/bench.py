@@ -64,6 +64,11 @@ TARGET_WALL = 1.03
 TARGET_STAGE = 1.05
 
 
+def _names(value: str) -> list[str]:
+    """A comma-separated option (--layers, --protocols, --backends) as its names, blanks left out."""
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
 def measure_overhead(*, ttft: float, cps: float, analysts: int, seed: int) -> dict[str, Any]:
     names = ["Ada", "Bo", "Cy", "Di", "Ed", "Flo"][:analysts]
     run = services.run_create(
@@ -537,17 +542,15 @@ class Command(BaseCommand):
         if which == "robustness":
             with _database(opts["database"], "bench robustness", cleanup=lambda: None) as where:
                 return self._robustness(
-                    protocols=[p.strip() for p in opts["protocols"].split(",") if p.strip()],
-                    backends=[
-                        b.strip()
-                        for b in (opts["backends"] or ",".join(ROBUSTNESS_BACKENDS)).split(",")
-                        if b.strip()
-                    ],
+                    protocols=_names(opts["protocols"]),
+                    backends=_names(opts["backends"])
+                    if opts["backends"] is not None
+                    else list(ROBUSTNESS_BACKENDS),
                     seed=opts["seed"],
                     where=where,
                 )
         if which == "fanout":
-            layers = [name.strip() for name in opts["layers"].split(",") if name.strip()]
+            layers = _names(opts["layers"])
             unknown = [name for name in layers if name not in ("inmemory", "redis", "redis-pubsub")]
             if unknown or not layers:
                 raise CommandError(
@@ -569,8 +572,7 @@ class Command(BaseCommand):
                 workers=opts["workers"],
             )
         if which == "cpu":
-            chosen = opts["backends"] if opts["backends"] is not None else ",".join(bench_cpu.BACKENDS)
-            backends = [b.strip() for b in chosen.split(",") if b.strip()]
+            backends = _names(opts["backends"]) if opts["backends"] is not None else list(bench_cpu.BACKENDS)
             unknown = [b for b in backends if b not in bench_cpu.BACKENDS]
             if unknown or not backends:
                 raise CommandError(
