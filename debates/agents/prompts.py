@@ -104,18 +104,34 @@ def context_compact(value: Any, payloads: Mapping[str, Any]) -> Any:
         for index, item in enumerate(field_value)
         if isinstance(item, Mapping)
     }
+    # Only a dict with the right keys can match, so most dicts are neither compared value by value nor serialised:
+    # serialising every dict of a deep context, at every depth, was most of a prompt's cost (bench fanout). A
+    # payload's key whose value is None matches a dict without that key (the dict's `get` gives None).
+    wholes = [
+        (key, payload, frozenset(k for k, v in payload.items() if v is not None))
+        for key, payload in payloads.items()
+        if payload and isinstance(payload, Mapping)
+    ]
+    item_keys = {
+        frozenset(item)
+        for payload in payloads.values()
+        if isinstance(payload, Mapping)
+        for field_value in payload.values()
+        if isinstance(field_value, list)
+        for item in field_value
+        if isinstance(item, Mapping)
+    }
 
     def compact(node: Any) -> Any:
-        if isinstance(node, Mapping):
-            for key, payload in payloads.items():
-                if (
-                    payload
-                    and isinstance(payload, Mapping)
-                    and all(node.get(k) == v for k, v in payload.items())
-                ):
+        if isinstance(node, (dict, Mapping)):  # dict first: the ABC check is slow
+            keys = node.keys()
+            for key, payload, needed in wholes:
+                if needed <= keys and all(node.get(k) == v for k, v in payload.items()):
                     return {"see_turn": key, **{k: compact(v) for k, v in node.items() if k not in payload}}
-            if data_json(node) in items:
-                return {"see": items[data_json(node)]}
+            if frozenset(keys) in item_keys:
+                text = data_json(node)
+                if text in items:
+                    return {"see": items[text]}
             return {k: compact(v) for k, v in node.items()}
         if isinstance(node, list):
             return [compact(item) for item in node]
