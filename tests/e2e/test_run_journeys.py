@@ -290,3 +290,49 @@ def test_d_moderator_pauses_and_resumes_and_a_viewer_cannot(
     # The viewer's page followed along live, still without controls.
     expect(viewer_page.locator("#summary-table")).to_be_visible(timeout=SEE)
     expect(viewer_page.locator("#moderator button")).to_have_count(0)
+
+
+def test_e_on_a_phone_the_controls_stay_in_reach_while_turns_stream(
+    moderator_page: Page, live_daphne: str
+) -> None:
+    """On one column the moderator panel comes after the transcript. While the run can be steered, its controls
+    are a bar at the foot of the screen: in view wherever the reader is, still while turns stream above, hiding
+    none of the page; once the run is over they go back into the panel."""
+    page = moderator_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    start_run(page, live_daphne, cps=300, per_analyst=2)
+    expect(page.locator("#transcript article[data-status=streaming]").first).to_be_visible(timeout=SEE)
+    pause = page.locator("#control-pause")
+
+    def place() -> dict[str, float]:
+        box = pause.bounding_box()
+        assert box is not None
+        return box
+
+    for scroll in ("0", "document.documentElement.scrollHeight / 2"):
+        page.evaluate(f"window.scrollTo(0, {scroll})")
+        box = place()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 844, box  # on screen, without scrolling to it
+        assert box["height"] >= 44, box  # a thumb's size
+    before, shown = place(), turns(page).count()
+    # Turns keep streaming and arriving above it; the buttons stay where they are.
+    expect(page.locator("#transcript article[data-status=committed]")).not_to_have_count(0, timeout=TURN)
+    page.wait_for_timeout(1_500)
+    assert turns(page).count() >= shown
+    assert place() == before
+    # The bar hides nothing: scrolled to the end, the page's last content ends above it.
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    bar_top = page.locator("#moderator .controls").bounding_box()["y"]  # type: ignore[index]
+    content_bottom = page.evaluate(
+        "Math.max(...[...document.querySelectorAll('.run-side > *')].map(e => e.getBoundingClientRect().bottom))"
+    )
+    assert content_bottom <= bar_top, (content_bottom, bar_top)
+    # A real tap (Playwright checks that the button is still and nothing covers it) pauses the run.
+    pause.click()
+    expect(run_status(page)).to_have_attribute("data-status", "paused", timeout=TURN)
+    expect(page.locator("#control-resume")).to_be_enabled()
+    page.once("dialog", lambda dialog: dialog.accept())  # "Cancel this run?"
+    page.locator("#control-cancel").click()
+    expect(run_status(page)).to_have_attribute("data-status", "cancelled", timeout=SEE)
+    # Nothing left to steer: the buttons are back in the panel, out of the way.
+    assert page.locator("#moderator .controls").evaluate("e => getComputedStyle(e).position") == "static"
