@@ -26,9 +26,10 @@ class LiveFrameRenderer(Protocol):
     ) -> str: ...
 
 
-# Database work kept off the runner's database thread (rendering frames, saving partial text): a few threads for
-# the whole process, not an event loop's default executor. A thread keeps its database connection checked out of
-# the pool between calls, so threads that came and went with each event loop (one per test) drained the pool.
+# Rendering frames, kept off the runner's database thread (partial saves have a pool of their own,
+# stream.PARTIAL_SAVES): a few threads for the whole process, not an event loop's default executor. A thread keeps
+# its database connection checked out of the pool between calls, so threads that came and went with each event
+# loop (one per test) drained the pool.
 OFF_THREAD = ThreadPoolExecutor(max_workers=4, thread_name_prefix="disputa-off-thread")
 
 
