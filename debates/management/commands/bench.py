@@ -715,15 +715,21 @@ class Command(BaseCommand):
     def _cpu(self, *, runs: int, ttft: float, cps: float, where: str, backend: str) -> None:
         result = bench_cpu.measure_cpu(runs=runs, ttft=ttft, cps=cps, backend=backend)
         self.stdout.write(
-            f"bench cpu, {bench_cpu.BACKENDS[backend]}: {runs} {result['protocol']} debates (3 agents + judge), "
-            f"model ttft={ttft}s cps={cps:.0f}, one after another in a `manage.py serve` process with one websocket "
-            f"viewer; {where}"
+            f"bench cpu, {bench_cpu.BACKENDS[backend]}: {runs} {result['protocol']} debates (3 agents + judge) after "
+            f"a warm-up debate, model ttft={ttft}s cps={cps:.0f}, one after another in a `manage.py serve` process "
+            f"with one websocket viewer; {where}"
         )
-        for index, row in enumerate(result["rows"], start=1):
-            self.stdout.write(
-                f"  run {index}: server CPU {row['cpu']:.3f}s over {row['wall']:.1f}s wall, {row['turns']} turns, "
+
+        def row_line(row: dict[str, Any]) -> str:
+            return (
+                f"server CPU {row['cpu']:.3f}s over {row['wall']:.1f}s wall, {row['turns']} turns, "
                 f"{row['chars']:,} characters streamed, {row['cpu_per_1000']:.4f}s per 1,000 characters"
             )
+
+        for row in result["warmups"]:
+            self.stdout.write(f"  warm-up (the server's first debate, not counted): {row_line(row)}")
+        for index, row in enumerate(result["rows"], start=1):
+            self.stdout.write(f"  run {index}: {row_line(row)}")
 
         def verdict(ok: bool) -> str:
             return "PASS" if ok else "FAIL"
