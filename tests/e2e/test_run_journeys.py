@@ -297,7 +297,8 @@ def test_e_on_a_phone_the_controls_stay_in_reach_while_turns_stream(
 ) -> None:
     """On one column the moderator panel comes after the transcript. While the run can be steered, its controls
     are a bar at the foot of the screen: in view wherever the reader is, still while turns stream above, hiding
-    none of the page; once the run is over they go back into the panel."""
+    none of the page; a tap leaves the reader where they were and says what it did above the bar; once the run is
+    over the buttons go back into the panel."""
     page = moderator_page
     page.set_viewport_size({"width": 390, "height": 844})
     start_run(page, live_daphne, cps=300, per_analyst=2)
@@ -327,8 +328,22 @@ def test_e_on_a_phone_the_controls_stay_in_reach_while_turns_stream(
         "Math.max(...[...document.querySelectorAll('.run-side > *')].map(e => e.getBoundingClientRect().bottom))"
     )
     assert content_bottom <= bar_top, (content_bottom, bar_top)
-    # A real tap (Playwright checks that the button is still and nothing covers it) pauses the run.
+    # A real tap (Playwright checks that the button is still and nothing covers it) pauses the run. The reader
+    # stays where they were, and what the tap did shows just above the bar, until they tap elsewhere.
+    page.evaluate("window.scrollTo(0, 300)")
     pause.click()
+    confirmation = page.locator("#action-confirmation")
+    expect(confirmation).to_be_focused(timeout=SEE)
+    expect(confirmation).to_contain_text("Pause requested")
+    assert page.evaluate("window.scrollY") == 300
+    shown_at = confirmation.bounding_box()
+    bar_top = page.locator("#moderator .controls").bounding_box()["y"]  # type: ignore[index]
+    assert shown_at is not None and 0 <= shown_at["y"] and shown_at["y"] + shown_at["height"] <= bar_top, (
+        shown_at
+    )
+    page.locator("#run-topic").click()
+    expect(confirmation).not_to_be_focused()
+    assert confirmation.evaluate("e => getComputedStyle(e).position") == "static"
     expect(run_status(page)).to_have_attribute("data-status", "paused", timeout=TURN)
     expect(page.locator("#control-resume")).to_be_enabled()
     page.once("dialog", lambda dialog: dialog.accept())  # "Cancel this run?"
