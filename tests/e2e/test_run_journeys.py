@@ -338,7 +338,7 @@ def test_e_on_a_phone_the_controls_stay_in_reach_while_turns_stream(
     assert page.evaluate("window.scrollY") == 300
     shown_at = confirmation.bounding_box()
     bar_top = page.locator("#moderator .controls").bounding_box()["y"]  # type: ignore[index]
-    assert shown_at is not None and 0 <= shown_at["y"] and shown_at["y"] + shown_at["height"] <= bar_top, (
+    assert shown_at is not None and shown_at["y"] >= 0 and shown_at["y"] + shown_at["height"] <= bar_top, (
         shown_at
     )
     page.locator("#run-topic").click()
