@@ -335,7 +335,9 @@ def test_e_on_a_phone_the_controls_stay_in_reach_while_turns_stream(
     confirmation = page.locator("#action-confirmation")
     expect(confirmation).to_be_focused(timeout=SEE)
     expect(confirmation).to_contain_text("Pause requested")
-    assert page.evaluate("window.scrollY") == 300
+    # (Give or take what the browser's scroll anchoring adds as the status card above changes: the fault was a jump of
+    # thousands of pixels, down past the transcript to the confirmation's place.)
+    assert abs(page.evaluate("window.scrollY") - 300) <= 120
     shown_at = confirmation.bounding_box()
     bar_top = page.locator("#moderator .controls").bounding_box()["y"]  # type: ignore[index]
     assert shown_at is not None and shown_at["y"] >= 0 and shown_at["y"] + shown_at["height"] <= bar_top, (
