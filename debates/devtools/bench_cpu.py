@@ -103,7 +103,7 @@ def measure_cpu(
     warmups: int = 1,
 ) -> dict[str, Any]:
     """`warmups` debates first, reported apart and left out of the medians: a server's first debate pays what it
-    pays once (the SDK's lazy imports, its first connection to the model: 1.5-1.7 s against 0.4-0.5 s for each
+    pays once (the SDK's lazy imports, its first connection to the model: 1.7 s against 0.4-0.7 s for each
     debate after it), and the server runs many."""
     viewer_cookie = session_cookie(BENCH_VIEWER, moderate=False)
     moderator_cookie = session_cookie(BENCH_MODERATOR, moderate=True)
