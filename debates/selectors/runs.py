@@ -5,6 +5,7 @@ progress, the human steps it awaits), who may moderate, a submission's errors by
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, cast
 
@@ -15,7 +16,7 @@ from django.db.models import DecimalField
 from debates.contract import Step, Steps
 from debates.engine import registry
 from debates.engine.progress import run_plan_noted
-from debates.engine.view import run_view_load
+from debates.engine.view import run_read_shared, run_view_load
 from debates.models import Run, RunStatus, Seat, Turn, TurnStatus
 
 STATUS_LABELS = {
@@ -36,13 +37,8 @@ def run_status_context(run: Run) -> dict[str, Any]:
     # Neither needs a view of the run (nor, for a long run's page, reads a payload).
     noted = run_plan_noted(run) if run.status == RunStatus.RUNNING else None
     view = None if run.status == RunStatus.COMPLETED or noted is not None else run_view_load(run)
-    if view is None:
-        turns = list(run.turns.order_by("first_seq", "id").values_list("stage", "status"))
-    else:
-        turns = [(t.stage, t.status) for t in view.turns.values()]
-    committed = sum(1 for _, status in turns if status == TurnStatus.COMMITTED)
-    failed = sum(1 for _, status in turns if status == TurnStatus.FAILED)
-    current = turns[-1][0] if turns else ""
+    tally = run_turn_tally(run.pk)  # (the cost widget's read too: both go out with every burst)
+    committed, failed, current = tally.committed, tally.failed, tally.current_stage
     if run.status == RunStatus.AWAITING_HUMAN and run.awaiting:
         awaited = run_awaited_steps(run)
         current = awaited[0].stage if awaited else current
@@ -60,7 +56,7 @@ def run_status_context(run: Run) -> dict[str, Any]:
             state = "pending"
         stages.append({"id": stage.id, "label": stage.label, "state": state})
     if noted is not None:
-        expected, notices = max(noted.expected_turns, len(turns)), noted.notices
+        expected, notices = max(noted.expected_turns, tally.turns), noted.notices
     else:
         expected = protocol.expected_turns(view) if view is not None else committed + failed
         plan = protocol.plan(view) if view is not None and not run.is_terminal else None
@@ -137,23 +133,45 @@ USAGE_COLUMNS = (
 )
 
 
-def seat_costs(run_id: int) -> list[dict[str, Any]]:
-    """The usage and cost of each seat's calls (human seats make none), in seat order. One fixed statement: the
-    status widgets go out with every burst of a live run's events, and the ORM building and compiling this query
-    (seven aggregates) took more of a worker's CPU than rendering the widget (py-spy, bench fanout)."""
+@dataclass(frozen=True)
+class TurnTally:
+    """What the two status widgets show of a run's turns: each seat's calls and their usage and cost (in seat
+    order, human seats left out), the turns committed and failed, and the stage of the latest turn."""
+
+    seats: list[dict[str, Any]]
+    turns: int
+    committed: int
+    failed: int
+    current_stage: str
+
+
+def run_turn_tally(run_id: int) -> TurnTally:
+    """The tally of a run's turns, in one fixed statement, read once inside a `run_reads_shared` block. Both
+    status widgets go out with every burst of a live run's events: as two statements (the turns' stages, the
+    seats' sums) they were two of the five round trips of a burst's frames, each 10-15 ms of a busy worker's
+    waiting (bench fanout); and the ORM building and compiling the sums (seven aggregates) had taken more of a
+    worker's CPU than rendering the widget (py-spy)."""
+    return run_read_shared(run_id, "turn-tally", lambda: _turn_tally_read(run_id))
+
+
+def _turn_tally_read(run_id: int) -> TurnTally:
     turn, seat = Turn._meta.db_table, Seat._meta.db_table
-    sums = "".join(f', SUM(t."{c}")' for c in USAGE_COLUMNS)  # (the usage fields are named as their columns)
+    calls = 'CASE WHEN t."human" THEN 0 ELSE 1 END'  # a person's turn is no call (and costs nothing)
+    sums = "".join(f', SUM({calls} * t."{c}")' for c in ("cost_usd", *USAGE_COLUMNS))
     cost_places = cast("DecimalField[Decimal, Decimal]", Turn._meta.get_field("cost_usd")).decimal_places
     with connection.cursor() as cursor:
         cursor.execute(
-            f'SELECT s."handle", s."name", s."model", COUNT(t."id"), SUM(t."cost_usd"){sums} '
-            f'FROM "{turn}" t JOIN "{seat}" s ON s."id" = t."seat_id" '
-            f'WHERE t."run_id" = %s AND NOT t."human" '
+            f'SELECT s."handle", s."name", s."model", SUM({calls}){sums}, '
+            f'COUNT(t."id"), SUM(CASE WHEN t."status" = %s THEN 1 ELSE 0 END), '
+            f'SUM(CASE WHEN t."status" = %s THEN 1 ELSE 0 END), '
+            f'(SELECT l."stage" FROM "{turn}" l WHERE l."run_id" = %s ORDER BY l."first_seq" DESC, l."id" DESC '
+            f"LIMIT 1) "
+            f'FROM "{turn}" t JOIN "{seat}" s ON s."id" = t."seat_id" WHERE t."run_id" = %s '
             f'GROUP BY s."id", s."handle", s."name", s."model", s."position" ORDER BY s."position"',
-            [run_id],
+            [TurnStatus.COMMITTED, TurnStatus.FAILED, run_id, run_id],
         )
         rows = cursor.fetchall()
-    return [
+    seats = [
         {
             "seat__handle": handle,
             "seat__name": name,
@@ -163,8 +181,21 @@ def seat_costs(run_id: int) -> list[dict[str, Any]]:
             "cost": Decimal(str(cost)).quantize(Decimal(1).scaleb(-cost_places)),
             **{column: int(total or 0) for column, total in zip(USAGE_COLUMNS, totals, strict=True)},
         }
-        for handle, name, model, turns, cost, *totals in rows
+        for handle, name, model, turns, cost, *totals, _, _, _, _ in rows
+        if turns
     ]
+    return TurnTally(
+        seats=seats,
+        turns=sum(row[-4] for row in rows),
+        committed=sum(row[-3] for row in rows),
+        failed=sum(row[-2] for row in rows),
+        current_stage=rows[0][-1] if rows else "",
+    )
+
+
+def seat_costs(run_id: int) -> list[dict[str, Any]]:
+    """The usage and cost of each seat's calls (human seats make none), in seat order."""
+    return run_turn_tally(run_id).seats
 
 
 def cost_context(run: Run) -> dict[str, Any]:

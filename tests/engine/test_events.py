@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from debates.engine.events import event_append
+from debates.engine.events import event_append, events_append, events_collected
 from debates.models import Run, RunEvent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
@@ -54,3 +54,23 @@ def test_an_event_outside_a_transaction_is_refused() -> None:
     with pytest.raises(RuntimeError, match="inside transaction.atomic"):
         event_append(run_id=run.pk, kind="note")
     assert not RunEvent.objects.filter(run=run).exists()
+
+
+def test_events_appended_together_go_under_consecutive_seqs_in_the_order_given_in_one_statement_on_postgresql() -> (
+    None
+):
+    run = Run.objects.create(protocol="consultation", topic="Together")
+    started = [("turn_started", {"key": f"r1/independent/agent-{n}", "attempt": 1}) for n in ("a", "b", "c")]
+    with transaction.atomic(), events_collected() as collected, CaptureQueriesContext(connection) as queries:
+        first = event_append(run_id=run.pk, kind="run_status", payload={"status": "running"})
+        seqs = events_append(run_id=run.pk, events=started)
+    assert seqs == [first + 1, first + 2, first + 3]
+    assert collected == [first, *seqs]
+    statements = [
+        q["sql"] for q in queries.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))
+    ]
+    assert len(statements) == (2 if connection.vendor == "postgresql" else 4), statements
+    assert Run.objects.get(pk=run.pk).last_seq == seqs[-1]
+    assert list(
+        RunEvent.objects.filter(run=run, seq__in=seqs).order_by("seq").values_list("kind", "payload")
+    ) == [(kind, payload) for kind, payload in started]

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.db.models import Count, Sum
 
-from debates.models import Turn
-from debates.selectors.runs import USAGE_COLUMNS, seat_costs
+from debates.models import Turn, TurnStatus
+from debates.selectors.runs import USAGE_COLUMNS, run_turn_tally, seat_costs
 from tests.conftest import run_to_stop
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
@@ -49,3 +49,25 @@ def test_each_seat_sums_its_turns_in_seat_order_without_the_human_seats(make_run
 
 def test_a_run_without_turns_has_no_rows(make_run: Any) -> None:
     assert seat_costs(make_run().pk) == []
+
+
+def test_the_tally_counts_every_turn_a_persons_too_and_names_the_latest_turns_stage(make_run: Any) -> None:
+    """The progress widget's figures come from the same statement as the costs: every turn counted by its status,
+    human or not, and the stage of the turn shown last."""
+    run = make_run()
+    assert run_to_stop(run) == "done"
+    turns = list(Turn.objects.filter(run=run).order_by("first_seq", "id"))
+    Turn.objects.filter(pk=turns[0].pk).update(human=True)
+    Turn.objects.filter(pk=turns[1].pk).update(status=TurnStatus.FAILED)
+    Turn.objects.filter(pk=turns[-1].pk).update(status=TurnStatus.STREAMING)
+    statuses = list(Turn.objects.filter(run=run).values_list("status", flat=True))
+
+    tally = run_turn_tally(run.pk)
+    assert (tally.turns, tally.committed, tally.failed) == (
+        len(turns),
+        statuses.count(TurnStatus.COMMITTED),
+        statuses.count(TurnStatus.FAILED),
+    )
+    assert tally.failed == 1 and tally.committed == len(turns) - 2
+    assert tally.current_stage == turns[-1].stage
+    assert sum(row["turns"] for row in tally.seats) == len(turns) - 1  # the person's turn made no call

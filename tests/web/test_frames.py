@@ -4,6 +4,7 @@ panels per state of the run, while each moderator gets their own (controls with 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -229,3 +230,35 @@ def test_viewers_connecting_to_a_run_in_one_state_share_one_render_of_its_snapsh
         event_append(run_id=run.pk, kind="note", payload={})
     _, later = frames.snapshot_frame(run.pk, viewer)
     assert later == seq + 1 and len(rendered) == 2
+
+
+def test_a_turns_commit_is_rendered_from_the_event_with_its_run_the_turn_and_one_tally_of_the_runs_turns(
+    make_run: Any,
+) -> None:
+    """A worker renders every commit of every debate it runs, and on a busy worker each round trip to the database
+    is 10-15 ms of waiting (bench fanout): the event comes with its run, and the progress and cost widgets share
+    one tally of the run's turns."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from debates.engine.publish import event_messages
+
+    run = make_run()
+    assert run_to_stop(run) == "done"
+    seq = (
+        RunEvent.objects.filter(run=run, kind="turn_committed")
+        .order_by("seq")
+        .values_list("seq", flat=True)[0]
+    )
+    with CaptureQueriesContext(connection) as queries:
+        [message] = event_messages(run_id=run.pk, seqs=[seq])
+    assert 'id="run-status"' in message["html"] and 'id="cost"' in message["html"]
+    read = [
+        " ".join(sorted(set(re.findall(r'(?:FROM|JOIN) "(\w+)"', q["sql"]))))
+        for q in queries.captured_queries
+    ]
+    assert read == [
+        "debates_run debates_runevent kb_knowledgebase",  # the event, its run and the run's KB
+        "debates_seat debates_turn",  # the turn, its seat
+        "debates_seat debates_turn",  # the tally: each seat's calls and cost, the turns committed, the stage
+    ], read
