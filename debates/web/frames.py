@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import functools
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.core.cache import cache, caches
+from django.db import connection
 from django.template.loader import render_to_string
 from django.utils import timezone
 
 from debates.engine import registry
 from debates.engine.view import run_reads_shared
-from debates.models import Run, RunEvent, RunStatus
+from debates.models import Run, RunEvent, RunStatus, Seat, Turn
 from debates.platform.conf import conf
+from debates.platform.fixed_reads import columns_count, model_columns, model_from_row, related_cache
 from debates.selectors import runs as selectors
 from debates.selectors.cards import (
     body_template,
@@ -37,6 +39,7 @@ from debates.selectors.panels import (
     run_panels,
     run_protocol_context,
 )
+from kb.models import KnowledgeBase
 
 RUN_TEMPLATE = "debates/run_detail.html"
 INTEGRITY_TEMPLATE = "debates/integrity.html"
@@ -127,7 +130,7 @@ def event_frames(
     ]
     kb = run_protocol_context(run) if any(kb_by_event) else None
     keys = [e.payload["key"] for e in events if e.kind in TURN_EVENTS]
-    turns = {t.key: t for t in run.turns.select_related("seat").filter(key__in=keys)} if keys else {}
+    turns = {t.key: t for t in burst_turns_read(run.pk, keys)} if keys else {}
     names = seat_names(run) if keys else {}
     openers = round_openers(run) if any(e.kind == "turn_started" for e in events) else set()
     frames = []
@@ -324,6 +327,60 @@ def event_frames_keep(events: list[RunEvent], frames: list[tuple[str, bool]]) ->
     )
 
 
+# What the burst's KB is read without: its import log and data tree, which no frame shows.
+KB_NOT_READ = ("data", "log")
+
+
+def burst_events_read(run_id: int, seqs: list[int]) -> list[RunEvent]:
+    """A burst's events in seq order, each with its run and the run's KB, in one fixed statement: read with every
+    burst of every live debate, where a round trip is 10-15 ms of a busy worker's waiting and the ORM's compiling
+    of this read cost several times its execution (debates.platform.fixed_reads)."""
+    if not seqs:
+        return []
+    event, run, kb = RunEvent._meta.db_table, Run._meta.db_table, KnowledgeBase._meta.db_table
+    statement = (
+        f"SELECT {model_columns(RunEvent, 'e')}, {model_columns(Run, 'r')}, "
+        f"{model_columns(KnowledgeBase, 'k', KB_NOT_READ)} "
+        f'FROM "{event}" e JOIN "{run}" r ON r."id" = e."run_id" LEFT JOIN "{kb}" k ON k."id" = r."kb_id" '
+        f'WHERE e."run_id" = %s AND e."seq" IN ({", ".join(["%s"] * len(seqs))}) ORDER BY e."seq", e."id"'
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [run_id, *seqs])
+        rows = cursor.fetchall()
+    ends = columns_count(RunEvent), columns_count(RunEvent) + columns_count(Run)
+    if not rows:
+        return []
+    # Every row carries the same run: made once.
+    read_run = cast(Run, model_from_row(Run, rows[0][ends[0] : ends[1]]))
+    related_cache(read_run, "kb", model_from_row(KnowledgeBase, rows[0][ends[1] :], KB_NOT_READ))
+    events = []
+    for row in rows:
+        read_event = cast(RunEvent, model_from_row(RunEvent, row[: ends[0]]))
+        related_cache(read_event, "run", read_run)
+        events.append(read_event)
+    return events
+
+
+def burst_turns_read(run_id: int, keys: list[str]) -> list[Turn]:
+    """The turns a burst's events name, each with its seat, in one fixed statement (as burst_events_read)."""
+    turn, seat = Turn._meta.db_table, Seat._meta.db_table
+    statement = (
+        f"SELECT {model_columns(Turn, 't')}, {model_columns(Seat, 's')} "
+        f'FROM "{turn}" t JOIN "{seat}" s ON s."id" = t."seat_id" '
+        f'WHERE t."run_id" = %s AND t."key" IN ({", ".join(["%s"] * len(keys))})'
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [run_id, *keys])
+        rows = cursor.fetchall()
+    end = columns_count(Turn)
+    turns = []
+    for row in rows:
+        read_turn = cast(Turn, model_from_row(Turn, row[:end]))
+        related_cache(read_turn, "seat", model_from_row(Seat, row[end:]))
+        turns.append(read_turn)
+    return turns
+
+
 # --- the renderer the engine's publish port calls (registered in debates.apps) ---------------------------------
 
 
@@ -334,14 +391,7 @@ def event_messages_render(*, run_id: int, seqs: list[int]) -> list[dict[str, Any
     its message is sent."""
     from django.contrib.auth.models import AnonymousUser
 
-    # The run with its events, in one statement (a round trip is 10-15 ms of a busy worker's waiting, bench
-    # fanout), and its KB (the panels name it; not its import log or data tree, which nothing here shows).
-    events = list(
-        RunEvent.objects.filter(run_id=run_id, seq__in=seqs)
-        .select_related("run__kb")
-        .defer("run__kb__data", "run__kb__log")
-        .order_by("seq")
-    )
+    events = burst_events_read(run_id, seqs)
     if not events:
         return []
     run = events[0].run
