@@ -42,10 +42,10 @@ class OutageTolerantRedisCacheClient(RedisCacheClient):
         """A client per connection pool, made once, not one per call as Django's: a redis-py client is costly to
         make (its options, its retry policy; 2 % of a busy worker's CPU, py-spy in bench fanout), and sharing one
         is safe (each command takes a connection from the pool)."""
-        pool = self._get_connection_pool(write)
+        pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
         client = self._clients.get(id(pool))
         if client is None:
-            client = self._clients[id(pool)] = self._client(connection_pool=pool)
+            client = self._clients[id(pool)] = self._client(connection_pool=pool)  # type: ignore[attr-defined]
         return client
 
     def add(self, key: Any, value: Any, timeout: Any) -> bool:
