@@ -34,11 +34,11 @@ def events_append(*, run_id: int, events: list[tuple[str, dict[str, Any]]]) -> l
     PostgreSQL (a stage's parallel turns start together: one append per turn was one round trip each, a busy
     worker's 10-15 ms, while the first one's viewers waited for the commit; bench fanout). Must run inside the
     transaction that commits the change they describe."""
+    if not events:
+        return []
     connection = transaction.get_connection()
     if not connection.in_atomic_block:
         raise RuntimeError("event_append must be called inside transaction.atomic()")
-    if not events:
-        return []
     seqs = _events_insert(connection, run_id, events)
     if any(kind in ATTENTION_KINDS for kind, _ in events):
         attention_ping()

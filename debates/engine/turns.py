@@ -94,10 +94,10 @@ def _states_record(run: Run, plan: Plan | None, view: RunView | None) -> tuple[l
         return [], None
     view = view if view is not None else run_view_load(run)
     transitions = protocol.states(view, plan)
-    seqs = [
-        event_append(run_id=run.pk, kind="state", payload={"from": t.src, "to": t.dst, "reason": t.reason})
-        for t in transitions
-    ]
+    seqs = events_append(
+        run_id=run.pk,
+        events=[("state", {"from": t.src, "to": t.dst, "reason": t.reason}) for t in transitions],
+    )
     return seqs, (transitions[-1].dst if transitions else None)
 
 
