@@ -65,6 +65,17 @@ def model_from_row(model: type[Model], row: Sequence[Any], leave_out: Sequence[s
     return model.from_db(connection.alias, list(names), values)
 
 
+def placeholders(count: int) -> str:
+    """`%s, %s, …`: the parameters of an IN list of `count` values."""
+    return ", ".join(["%s"] * count)
+
+
+def statement_rows(statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(statement, params)
+        return list(cursor.fetchall())
+
+
 def columns_count(model: type[Model], leave_out: Sequence[str] = ()) -> int:
     return len(_attnames(model, frozenset(leave_out)))
 

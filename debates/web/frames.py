@@ -12,7 +12,6 @@ from datetime import timedelta
 from typing import Any, cast
 
 from django.core.cache import cache, caches
-from django.db import connection
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -20,7 +19,14 @@ from debates.engine import registry
 from debates.engine.view import run_reads_shared
 from debates.models import Run, RunEvent, RunStatus, Seat, Turn
 from debates.platform.conf import conf
-from debates.platform.fixed_reads import columns_count, model_columns, model_from_row, related_cache
+from debates.platform.fixed_reads import (
+    columns_count,
+    model_columns,
+    model_from_row,
+    placeholders,
+    related_cache,
+    statement_rows,
+)
 from debates.selectors import runs as selectors
 from debates.selectors.cards import (
     body_template,
@@ -342,11 +348,9 @@ def burst_events_read(run_id: int, seqs: list[int]) -> list[RunEvent]:
         f"SELECT {model_columns(RunEvent, 'e')}, {model_columns(Run, 'r')}, "
         f"{model_columns(KnowledgeBase, 'k', KB_NOT_READ)} "
         f'FROM "{event}" e JOIN "{run}" r ON r."id" = e."run_id" LEFT JOIN "{kb}" k ON k."id" = r."kb_id" '
-        f'WHERE e."run_id" = %s AND e."seq" IN ({", ".join(["%s"] * len(seqs))}) ORDER BY e."seq", e."id"'
+        f'WHERE e."run_id" = %s AND e."seq" IN ({placeholders(len(seqs))}) ORDER BY e."seq", e."id"'
     )
-    with connection.cursor() as cursor:
-        cursor.execute(statement, [run_id, *seqs])
-        rows = cursor.fetchall()
+    rows = statement_rows(statement, [run_id, *seqs])
     ends = columns_count(RunEvent), columns_count(RunEvent) + columns_count(Run)
     if not rows:
         return []
@@ -367,11 +371,9 @@ def burst_turns_read(run_id: int, keys: list[str]) -> list[Turn]:
     statement = (
         f"SELECT {model_columns(Turn, 't')}, {model_columns(Seat, 's')} "
         f'FROM "{turn}" t JOIN "{seat}" s ON s."id" = t."seat_id" '
-        f'WHERE t."run_id" = %s AND t."key" IN ({", ".join(["%s"] * len(keys))})'
+        f'WHERE t."run_id" = %s AND t."key" IN ({placeholders(len(keys))})'
     )
-    with connection.cursor() as cursor:
-        cursor.execute(statement, [run_id, *keys])
-        rows = cursor.fetchall()
+    rows = statement_rows(statement, [run_id, *keys])
     end = columns_count(Turn)
     turns = []
     for row in rows:
