@@ -71,6 +71,7 @@ def placeholders(count: int) -> str:
 
 
 def statement_rows(statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """The rows of a fixed statement, on this thread's connection."""
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         cursor.execute(statement, params)
         return list(cursor.fetchall())

@@ -10,7 +10,6 @@ from decimal import Decimal
 from typing import Any, cast
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import DecimalField
 
 from debates.contract import Step, Steps
@@ -18,6 +17,7 @@ from debates.engine import registry
 from debates.engine.progress import run_plan_noted
 from debates.engine.view import run_read_shared, run_view_load
 from debates.models import Run, RunStatus, Seat, Turn, TurnStatus
+from debates.platform.fixed_reads import statement_rows
 
 STATUS_LABELS = {
     RunStatus.DRAFT: "Draft",
@@ -159,18 +159,16 @@ def _turn_tally_read(run_id: int) -> TurnTally:
     calls = 'CASE WHEN t."human" THEN 0 ELSE 1 END'  # a person's turn is no call (and costs nothing)
     sums = "".join(f', SUM({calls} * t."{c}")' for c in ("cost_usd", *USAGE_COLUMNS))
     cost_places = cast("DecimalField[Decimal, Decimal]", Turn._meta.get_field("cost_usd")).decimal_places
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f'SELECT s."handle", s."name", s."model", SUM({calls}){sums}, '
-            f'COUNT(t."id"), SUM(CASE WHEN t."status" = %s THEN 1 ELSE 0 END), '
-            f'SUM(CASE WHEN t."status" = %s THEN 1 ELSE 0 END), '
-            f'(SELECT l."stage" FROM "{turn}" l WHERE l."run_id" = %s ORDER BY l."first_seq" DESC, l."id" DESC '
-            f"LIMIT 1) "
-            f'FROM "{turn}" t JOIN "{seat}" s ON s."id" = t."seat_id" WHERE t."run_id" = %s '
-            f'GROUP BY s."id", s."handle", s."name", s."model", s."position" ORDER BY s."position"',
-            [TurnStatus.COMMITTED, TurnStatus.FAILED, run_id, run_id],
-        )
-        rows = cursor.fetchall()
+    rows = statement_rows(
+        f'SELECT s."handle", s."name", s."model", SUM({calls}){sums}, '
+        f'COUNT(t."id"), SUM(CASE WHEN t."status" = %s THEN 1 ELSE 0 END), '
+        f'SUM(CASE WHEN t."status" = %s THEN 1 ELSE 0 END), '
+        f'(SELECT l."stage" FROM "{turn}" l WHERE l."run_id" = %s ORDER BY l."first_seq" DESC, l."id" DESC '
+        f"LIMIT 1) "
+        f'FROM "{turn}" t JOIN "{seat}" s ON s."id" = t."seat_id" WHERE t."run_id" = %s '
+        f'GROUP BY s."id", s."handle", s."name", s."model", s."position" ORDER BY s."position"',
+        [TurnStatus.COMMITTED, TurnStatus.FAILED, run_id, run_id],
+    )
     seats = [
         {
             "seat__handle": handle,
