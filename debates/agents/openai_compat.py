@@ -39,6 +39,7 @@ def _new_client() -> openai.AsyncOpenAI:
         api_key=os.environ.get("OPENAI_API_KEY") or "no-key-needed",
         max_retries=conf("SDK_MAX_RETRIES"),
         timeout=conf("API_TIMEOUT_SECONDS"),
+        http_client=openai.DefaultAioHttpClient(),  # as the Anthropic backend's, for the same reason
     )
 
 

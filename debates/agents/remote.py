@@ -4,17 +4,21 @@ the repair request, reading the final JSON, and one SDK client per event loop.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import weakref
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from debates.agents.base import AgentRequest, BackendError, InvalidOutput
 from debates.agents.usage import Usage
+
+log = logging.getLogger("debates.agents")
 
 REPAIR_TEXT_LIMIT = 20_000
 
@@ -194,14 +198,19 @@ def body_error(body: object) -> tuple[str, str]:
     return "", ""
 
 
-class ClientPerLoop[C]:
-    """SDK clients hold connection pools bound to the event loop that created them."""
+class Closable(Protocol):
+    def close(self) -> Awaitable[None]: ...
+
+
+class ClientPerLoop[C: Closable]:
+    """SDK clients hold connection pools bound to the event loop that created them; `clients_held` closes them."""
 
     def __init__(self, factory: Callable[[], C]) -> None:
         self._factory = factory
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, ...], C]] = (
             weakref.WeakKeyDictionary()
         )
+        _pools.add(self)
 
     def get(self, *, unavailable_reason: str, base_url: str, key_variable: str) -> C:
         """The client for this endpoint and key (a change of either builds a new one); a backend that cannot be
@@ -213,3 +222,32 @@ class ClientPerLoop[C]:
         if (base_url, key_hash) not in per_loop:
             per_loop[(base_url, key_hash)] = self._factory()
         return per_loop[(base_url, key_hash)]
+
+    async def close(self, loop: asyncio.AbstractEventLoop) -> None:
+        # Taken out first: a run starting on this loop meanwhile builds new ones.
+        for client in self._clients.pop(loop, {}).values():
+            try:
+                await client.close()
+            except Exception as error:  # the connections are dropped with the session anyway
+                log.warning("closing a model client failed: %r", error)
+
+
+_pools: weakref.WeakSet[ClientPerLoop[Any]] = weakref.WeakSet()
+_holders: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
+
+
+@contextlib.asynccontextmanager
+async def clients_held() -> AsyncIterator[None]:
+    """Keeps this event loop's model clients while anything on it holds them; the last holder closes them. A loop
+    made for one run (a worker's task, `run_debate`) would otherwise leave an open aiohttp session to the garbage
+    collector, which logs "Unclosed client session"; a server's loop keeps its connections while any run is live."""
+    loop = asyncio.get_running_loop()
+    _holders[loop] = _holders.get(loop, 0) + 1
+    try:
+        yield
+    finally:
+        _holders[loop] -= 1
+        if not _holders[loop]:
+            del _holders[loop]
+            for pool in list(_pools):
+                await pool.close(loop)

@@ -32,6 +32,7 @@ from django.db import connection
 from pydantic import ValidationError
 
 from debates.agents.base import AgentRequest, BackendError, InvalidOutput, Repair, Result, Usage, backend_get
+from debates.agents.remote import clients_held
 from debates.contract import RunView, Step
 from debates.engine import registry
 from debates.engine.attention import attention_sent_on
@@ -506,4 +507,5 @@ async def run_execute(
     lease_wait: float | None = None,
 ) -> RunnerOutcome:
     """Drive a run until it completes, waits for a human, pauses or is cancelled. Returns what stopped it."""
-    return await Runner(run_id, owner=owner, observer=observer).execute(lease_wait=lease_wait)
+    async with clients_held():  # the model connections close with the last run driven on this event loop
+        return await Runner(run_id, owner=owner, observer=observer).execute(lease_wait=lease_wait)

@@ -9,6 +9,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
+import anthropic
 import pytest
 from django.core.management import call_command
 from django.test import Client
@@ -69,6 +70,21 @@ class FullDebateTests:
             assert body["output_config"]["format"]["type"] == "json_schema"
             assert "tool_choice" not in body and "tools" not in body  # forced tools return 400 on 5.5 models
             assert body["model"] == MODEL
+
+    def test_the_sdk_streams_over_aiohttp_and_the_runs_connections_close_when_it_ends(
+        self, make_paid_run: Any, anthropic_api: Any, monkeypatch: pytest.MonkeyPatch
+    ):
+        """aiohttp: a streamed chunk costs a third of the httpx transport's CPU. A run's event loop may be its own
+        (a worker's task), so its clients are closed with it, not left open for the garbage collector."""
+        pool = agents_base.backend_get("anthropic")._clients  # type: ignore[attr-defined]
+        made: list[anthropic.AsyncAnthropic] = []
+        factory = pool._factory
+        monkeypatch.setattr(pool, "_factory", lambda: made.append(factory()) or made[-1])
+        run = make_paid_run()
+        assert run_to_stop(run) == "done"
+        assert len(made) == 1  # one client for the whole run
+        assert isinstance(made[0]._client, anthropic.DefaultAioHttpClient)
+        assert made[0].is_closed()
 
     def test_per_role_effort_and_max_tokens_are_sent(self, make_paid_run: Any, anthropic_api: Any):
         run = make_paid_run()
@@ -443,41 +459,43 @@ class CauseTests:
 
 def test_a_streamed_answer_keeps_the_starts_usage_and_takes_the_deltas_cumulative_counts():
     """As the SDK's own accumulation: a message_delta's counts are totals so far (they overwrite), and one it
-    leaves out keeps the value message_start gave."""
+    leaves out keeps the value message_start gave. The events are their JSON, as the SDK's types accept it."""
     from anthropic.types import RawMessageDeltaEvent, RawMessageStartEvent
 
     from debates.agents.anthropic_api import _Answer
 
-    start = RawMessageStartEvent.model_validate(
-        {
-            "type": "message_start",
-            "message": {
-                "id": "msg_1",
-                "type": "message",
-                "role": "assistant",
-                "model": "claude-served",
-                "content": [],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 900, "output_tokens": 1, "cache_read_input_tokens": 800},
-            },
-        }
-    )
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-served",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 900, "output_tokens": 1, "cache_read_input_tokens": 800},
+        },
+    }
+    RawMessageStartEvent.model_validate(start)
     answer = _Answer(model=MODEL)
     answer.take(start)
     assert (answer.model, answer.stop_reason) == ("claude-served", None)
     for output in (40, 75):
-        answer.take(
-            RawMessageDeltaEvent.model_validate(
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": "end_turn" if output == 75 else None, "stop_sequence": None},
-                    "usage": {"output_tokens": output, "input_tokens": None, "cache_read_input_tokens": None},
-                }
-            )
-        )
+        delta = {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn" if output == 75 else None, "stop_sequence": None},
+            "usage": {"output_tokens": output, "input_tokens": None, "cache_read_input_tokens": None},
+        }
+        RawMessageDeltaEvent.model_validate(delta)
+        answer.take(delta)
     assert answer.stop_reason == "end_turn"
-    assert (answer.usage.input_tokens, answer.usage.cache_read_input_tokens, answer.usage.output_tokens) == (
+    assert answer.usage is not None
+    assert (
+        answer.usage["input_tokens"],
+        answer.usage["cache_read_input_tokens"],
+        answer.usage["output_tokens"],
+    ) == (
         900,
         800,
         75,

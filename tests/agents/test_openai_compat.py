@@ -9,6 +9,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
+import openai
 import pytest
 from pydantic import BaseModel
 
@@ -119,6 +120,18 @@ class FullDebateTests:
         assert all(t.model == MODEL and t.backend == "openai" for t in turns.values())
         assert len(openai_api.requests) == len(EXPECTED_KEYS)  # one call per turn, no warm-up, no repeats
         assert {step_key(r) for r in openai_api.requests} == EXPECTED_KEYS
+
+    def test_the_sdk_streams_over_aiohttp_and_the_runs_connections_close_when_it_ends(
+        self, make_local_run: Any, openai_api: Any, monkeypatch: pytest.MonkeyPatch
+    ):
+        pool = backend_get("openai")._clients  # type: ignore[attr-defined]
+        made: list[openai.AsyncOpenAI] = []
+        factory = pool._factory
+        monkeypatch.setattr(pool, "_factory", lambda: made.append(factory()) or made[-1])
+        assert run_to_stop(make_local_run()) == "done"
+        assert len(made) == 1
+        assert isinstance(made[0]._client, openai.DefaultAioHttpClient)
+        assert made[0].is_closed()
 
     def test_every_request_asks_for_the_step_schema_and_streamed_usage(
         self, make_local_run: Any, openai_api: Any, step_schemas: dict[str, type[BaseModel]]
