@@ -74,8 +74,8 @@ class FullDebateTests:
     def test_the_sdk_streams_over_aiohttp_and_the_runs_connections_close_when_it_ends(
         self, make_paid_run: Any, anthropic_api: Any, monkeypatch: pytest.MonkeyPatch
     ):
-        """aiohttp: a streamed chunk costs a third of the httpx transport's CPU. A run's event loop may be its own
-        (a worker's task), so its clients are closed with it, not left open for the garbage collector."""
+        """aiohttp: reading a stream costs a third to a half of the httpx transport's CPU. A run's event loop may be
+        its own (a worker's task), so its clients are closed with it, not left open for the garbage collector."""
         pool = agents_base.backend_get("anthropic")._clients  # type: ignore[attr-defined]
         made: list[anthropic.AsyncAnthropic] = []
         factory = pool._factory
