@@ -10,6 +10,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from debates.agents.remote import clients_kept
 from debates.platform.task_backends import InProcessBackend, server_loop_set
 from debates.services.resume import lease_seconds_left, runs_resumable, runs_resume_due
 
@@ -50,6 +51,7 @@ class ResumeOnStartup:
         self.started = True
         loop = asyncio.get_running_loop()
         server_loop_set(loop)
+        clients_kept(loop)  # the runs on the server's loop reuse one another's model connections
         if in_process_tasks() and settings.DISPUTA["RESUME_ON_START"]:
             self._task = loop.create_task(resume_runs_forever_once())
 

@@ -31,6 +31,7 @@ from debates.agents.remote import (
     payload_parse,
     repair_messages,
     status_error,
+    tls_context,
 )
 from debates.agents.usage import Usage
 from debates.platform.conf import conf
@@ -53,7 +54,7 @@ def _new_client() -> anthropic.AsyncAnthropic:
         max_retries=conf("SDK_MAX_RETRIES"),
         timeout=conf("API_TIMEOUT_SECONDS"),
         # The SDK's aiohttp transport: reading a stream costs a third to a half of the CPU of the httpx one (README).
-        http_client=anthropic.DefaultAioHttpClient(),
+        http_client=anthropic.DefaultAioHttpClient(verify=tls_context()),
     )
 
 

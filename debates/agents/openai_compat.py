@@ -24,6 +24,7 @@ from debates.agents.remote import (
     payload_parse,
     repair_messages,
     status_error,
+    tls_context,
 )
 from debates.agents.usage import Usage
 from debates.platform.conf import conf
@@ -39,7 +40,9 @@ def _new_client() -> openai.AsyncOpenAI:
         api_key=os.environ.get("OPENAI_API_KEY") or "no-key-needed",
         max_retries=conf("SDK_MAX_RETRIES"),
         timeout=conf("API_TIMEOUT_SECONDS"),
-        http_client=openai.DefaultAioHttpClient(),  # as the Anthropic backend's, for the same reason
+        http_client=openai.DefaultAioHttpClient(
+            verify=tls_context()
+        ),  # as the Anthropic backend's, for the same reason
     )
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import logging
 import os
 import re
+import ssl
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol
@@ -232,6 +234,13 @@ class ClientPerLoop[C: Closable]:
                 log.warning("closing a model client failed: %r", error)
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS context of every model client of this process. Building one loads the CA bundle: when every run built
+    its own (with its client), that was a tenth of a server's CPU on the SDK path (py-spy, `bench cpu`)."""
+    return ssl.create_default_context()
+
+
 _pools: weakref.WeakSet[ClientPerLoop[Any]] = weakref.WeakSet()
 _holders: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
 
@@ -242,7 +251,7 @@ async def clients_held() -> AsyncIterator[None]:
     made for one run (a worker's task, `run_debate`) would otherwise leave an open aiohttp session to the garbage
     collector, which logs "Unclosed client session"; a server's loop keeps its connections while any run is live."""
     loop = asyncio.get_running_loop()
-    _holders[loop] = _holders.get(loop, 0) + 1
+    clients_kept(loop)
     try:
         yield
     finally:
@@ -251,3 +260,9 @@ async def clients_held() -> AsyncIterator[None]:
             del _holders[loop]
             for pool in list(_pools):
                 await pool.close(loop)
+
+
+def clients_kept(loop: asyncio.AbstractEventLoop) -> None:
+    """One more holder of the loop's model clients, never let go by itself: a server's loop keeps them (and their
+    open connections) for its whole life, from one run to the next."""
+    _holders[loop] = _holders.get(loop, 0) + 1

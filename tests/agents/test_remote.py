@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from debates.agents.remote import ClientPerLoop, clients_held
+import pytest
+
+from debates.agents.remote import ClientPerLoop, clients_held, clients_kept, tls_context
 
 
 class Client:
@@ -45,3 +47,27 @@ def test_every_loop_has_its_own_clients():
 
     first, second = asyncio.run(one_run()), asyncio.run(one_run())
     assert first is not second and first.closed and second.closed
+
+
+def test_a_servers_loop_keeps_its_clients_from_one_run_to_the_next():
+    pool: ClientPerLoop[Client] = ClientPerLoop(Client)
+
+    async def server() -> tuple[Client, Client]:
+        clients_kept(asyncio.get_running_loop())  # as the one-process server does when it starts
+        async with clients_held():
+            first = client_of(pool)
+        async with clients_held():
+            second = client_of(pool)
+        return first, second
+
+    first, second = asyncio.run(server())
+    assert first is second and not first.closed
+
+
+def test_every_model_client_shares_the_processs_tls_context(monkeypatch: pytest.MonkeyPatch):
+    """Building a TLS context loads the CA bundle: once per process, not once per client (a client per run)."""
+    from debates.agents import anthropic_api, openai_compat
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://model.local/v1")
+    clients = [anthropic_api._new_client(), anthropic_api._new_client(), openai_compat._new_client()]
+    assert {id(client._client._transport.ssl_context) for client in clients} == {id(tls_context())}
