@@ -40,9 +40,8 @@ def _new_client() -> openai.AsyncOpenAI:
         api_key=os.environ.get("OPENAI_API_KEY") or "no-key-needed",
         max_retries=conf("SDK_MAX_RETRIES"),
         timeout=conf("API_TIMEOUT_SECONDS"),
-        http_client=openai.DefaultAioHttpClient(
-            verify=tls_context()
-        ),  # as the Anthropic backend's, for the same reason
+        # As the Anthropic backend's: the SDK's aiohttp transport, and the process's one TLS context.
+        http_client=openai.DefaultAioHttpClient(verify=tls_context()),
     )
 
 

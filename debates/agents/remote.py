@@ -249,7 +249,7 @@ _holders: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.We
 async def clients_held() -> AsyncIterator[None]:
     """Keeps this event loop's model clients while anything on it holds them; the last holder closes them. A loop
     made for one run (a worker's task, `run_debate`) would otherwise leave an open aiohttp session to the garbage
-    collector, which logs "Unclosed client session"; a server's loop keeps its connections while any run is live."""
+    collector, which logs "Unclosed client session". A server's loop keeps them for its life (`clients_kept`)."""
     loop = asyncio.get_running_loop()
     clients_kept(loop)
     try:
