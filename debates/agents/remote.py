@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx2
+
 from debates.agents.base import AgentRequest, BackendError, InvalidOutput
 from debates.agents.usage import Usage
 
@@ -236,9 +238,11 @@ class ClientPerLoop[C: Closable]:
 
 @functools.cache
 def tls_context() -> ssl.SSLContext:
-    """The TLS context of every model client of this process. Building one loads the CA bundle: when every run built
-    its own (with its client), that was a tenth of a server's CPU on the SDK path (py-spy, `bench cpu`)."""
-    return ssl.create_default_context()
+    """The TLS context of every model client of this process: the one the SDKs build by default (their HTTP
+    library's, which honours SSL_CERT_FILE and uses the system's store on macOS and Windows), built once. Building
+    one loads the CA bundle: when every run built its own (with its client), that was a tenth of a server's CPU on
+    the SDK path (py-spy, `bench cpu`)."""
+    return httpx2.create_ssl_context()
 
 
 _pools: weakref.WeakSet[ClientPerLoop[Any]] = weakref.WeakSet()
