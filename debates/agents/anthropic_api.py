@@ -16,7 +16,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 from pydantic import BaseModel
@@ -31,6 +31,7 @@ from debates.agents.remote import (
     payload_parse,
     repair_messages,
     status_error,
+    timed_out,
     tls_context,
 )
 from debates.agents.usage import Usage
@@ -155,7 +156,7 @@ class AnthropicBackend:
                 provider=PROVIDER,
                 base_url=_base_url(),
                 error=error,
-                timeout=isinstance(error, anthropic.APITimeoutError),
+                timeout=isinstance(error, anthropic.APITimeoutError) and timed_out(error),
             )
         return BackendError(f"The Anthropic SDK failed: {error}", kind="sdk", usage=usage)
 
@@ -179,10 +180,11 @@ class AnthropicBackend:
                 body={**params, "stream": True},
                 cast_to=object,
                 stream=True,
-                stream_cls=anthropic.AsyncStream[dict[str, Any]],
+                stream_cls=anthropic.AsyncStream[object],  # each event's dict as decoded, not copied
             )
             async with events:
-                async for event in events:
+                async for item in events:
+                    event = cast(dict[str, Any], item)
                     kind = event["type"]
                     if kind == "content_block_delta":
                         delta = event["delta"]

@@ -24,6 +24,7 @@ from debates.agents.remote import (
     payload_parse,
     repair_messages,
     status_error,
+    timed_out,
     tls_context,
 )
 from debates.agents.usage import Usage
@@ -126,7 +127,7 @@ class OpenAICompatibleBackend:
                 provider=PROVIDER,
                 base_url=openai_base_url(),
                 error=error,
-                timeout=isinstance(error, openai.APITimeoutError),
+                timeout=isinstance(error, openai.APITimeoutError) and timed_out(error),
             )
         if isinstance(error, openai.APIError):  # an error chunk inside a 200 stream
             error_type, message = body_error(error.body)

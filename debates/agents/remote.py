@@ -175,6 +175,19 @@ def status_error(
     )
 
 
+def timed_out(error: BaseException) -> bool:
+    """Whether a timeout is behind an SDK's error: its aiohttp transport reports a refused connection as a connect
+    timeout (openai's copy maps every `ClientConnectionError` so), but keeps the real timeout as the cause."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, TimeoutError):  # asyncio's and aiohttp's timeouts are TimeoutErrors
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def connection_error(
     *, provider: str, base_url: str, error: BaseException, timeout: bool, usage: Usage | None = None
 ) -> BackendError:
@@ -227,13 +240,9 @@ class ClientPerLoop[C: Closable]:
             per_loop[(base_url, key_hash)] = self._factory()
         return per_loop[(base_url, key_hash)]
 
-    async def close(self, loop: asyncio.AbstractEventLoop) -> None:
-        # Taken out first: a run starting on this loop meanwhile builds new ones.
-        for client in self._clients.pop(loop, {}).values():
-            try:
-                await client.close()
-            except Exception as error:  # the connections are dropped with the session anyway
-                log.warning("closing a model client failed: %r", error)
+    def take(self, loop: asyncio.AbstractEventLoop) -> list[C]:
+        """The loop's clients, taken out: a run starting on the loop from now on builds new ones."""
+        return list(self._clients.pop(loop, {}).values())
 
 
 @functools.cache
@@ -262,8 +271,13 @@ async def clients_held() -> AsyncIterator[None]:
         _holders[loop] -= 1
         if not _holders[loop]:
             del _holders[loop]
-            for pool in list(_pools):
-                await pool.close(loop)
+            # Every pool's clients taken out before the first await: a run starting meanwhile builds its own.
+            closing = [client for pool in list(_pools) for client in pool.take(loop)]
+            for client in closing:
+                try:
+                    await client.close()
+                except Exception as error:  # its connections are dropped with the session anyway
+                    log.warning("closing a model client failed: %r", error)
 
 
 def clients_kept(loop: asyncio.AbstractEventLoop) -> None:

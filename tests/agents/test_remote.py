@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
+from debates.agents.base import AgentRequest, BackendError, backend_get
 from debates.agents.remote import ClientPerLoop, clients_held, clients_kept, tls_context
+from debates.contract import Steps
+from debates.engine import registry
+from debates.engine.view import run_view_load
+from tests.conftest import FAKE_KEY
 
 
 class Client:
@@ -36,6 +44,34 @@ def test_a_loops_clients_stay_open_until_its_last_holder_lets_go():
     assert open_while_held
     assert first.closed
     assert after is not first  # a run starting afterwards builds a new one
+
+
+class SlowClient(Client):
+    async def close(self) -> None:
+        await asyncio.sleep(0.01)
+        self.closed = True
+
+
+def test_a_run_starting_while_the_last_one_closes_its_clients_gets_new_ones_that_stay_open():
+    first_pool: ClientPerLoop[Client] = ClientPerLoop(SlowClient)
+    second_pool: ClientPerLoop[Client] = ClientPerLoop(SlowClient)
+
+    async def runs() -> tuple[list[Client], Client]:
+        async with clients_held():
+            old = [client_of(first_pool), client_of(second_pool)]
+        return old, client_of(second_pool)
+
+    async def overlapping() -> tuple[list[Client], Client, bool]:
+        ending = asyncio.create_task(runs())
+        await asyncio.sleep(0.005)  # the first run is closing its clients now
+        async with clients_held():
+            new = client_of(second_pool)
+            old, _ = await ending
+            return old, new, new.closed
+
+    old, new, closed_under_the_run = asyncio.run(overlapping())
+    assert all(client.closed for client in old)
+    assert new not in old and not closed_under_the_run
 
 
 def test_every_loop_has_its_own_clients():
@@ -71,3 +107,76 @@ def test_every_model_client_shares_the_processs_tls_context(monkeypatch: pytest.
     monkeypatch.setenv("OPENAI_BASE_URL", "http://model.local/v1")
     clients = [anthropic_api._new_client(), anthropic_api._new_client(), openai_compat._new_client()]
     assert {id(client._client._transport.ssl_context) for client in clients} == {id(tls_context())}
+
+
+@pytest.fixture
+def unreachable(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """Points both backends at `url`, with no SDK retries and a short timeout."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+
+    def point(url: str) -> None:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+        settings.DISPUTA = {
+            **settings.DISPUTA,
+            "OPENAI_BASE_URL": url + "/v1",
+            "OPENAI_MODELS": ["local-model"],
+            "SDK_MAX_RETRIES": 0,
+            "API_TIMEOUT_SECONDS": 0.5,
+        }
+
+    return point
+
+
+def failure(backend: str, run: Any) -> BackendError:
+    view = run_view_load(run)
+    plan = registry.get(run.protocol).plan(view)
+    assert isinstance(plan, Steps)
+    request = AgentRequest(
+        step=plan.steps[0],
+        view=view,
+        protocol=run.protocol,
+        options={},
+        attempt=1,
+        model="claude-sonnet-5-5" if backend == "anthropic" else "local-model",
+        role="analyst",
+        max_tokens=1024,
+    )
+
+    async def call() -> BackendError:
+        async with clients_held():
+            with pytest.raises(BackendError) as raised:
+                async for _ in backend_get(backend).stream(request):
+                    pass
+            return raised.value
+
+    return asyncio.run(call())
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("backend", ["anthropic", "openai"])
+def test_a_server_that_refuses_the_connection_is_a_connection_failure_not_a_timeout(
+    backend: str, make_run: Any, unreachable: Callable[[str], None]
+):
+    """A local model server that is not running: what to check is the address, not the timeout."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    unreachable(f"http://127.0.0.1:{port}")
+    error = failure(backend, make_run())
+    assert error.kind == "connection", error
+    assert f"127.0.0.1:{port}" in str(error) and "check the network or the address" in str(error)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("backend", ["anthropic", "openai"])
+def test_a_server_that_never_answers_is_a_timeout(
+    backend: str, make_run: Any, unreachable: Callable[[str], None]
+):
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        unreachable(f"http://127.0.0.1:{silent.getsockname()[1]}")
+        error = failure(backend, make_run())
+    assert error.kind == "timeout", error
+    assert "did not answer in time" in str(error) and "DISPUTA_API_TIMEOUT_SECONDS" in str(error)
