@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import re
 import time
@@ -48,6 +49,12 @@ Generator = Callable[[random.Random, AgentRequest], dict[str, Any]]
 # Each protocol's simulated seats, keyed (protocol, task): handed over by the registry from the protocol
 # packages' simulated.py (generators_register).
 GENERATORS: dict[tuple[str, str], Generator] = {}
+# The simulated model delivers what is due on a shared 20 ms clock, as a network read carries the events that
+# arrived since the last one: a wake-up of the server's loop per 3-14 character chunk (176 a second per stream at
+# 1,500 characters/s, concurrent streams each waking it apart) was a quarter of a debate's server CPU in `bench
+# cpu` (0.75 -> 0.55 s per debate on a 2-core machine). What a viewer sees is unchanged: live frames are flushed
+# every 0.2 s, and no chunk comes more than one tick after its time.
+PACE_TICK = 0.02
 
 
 def _matches(key: str, patterns: Any) -> bool:
@@ -96,7 +103,8 @@ class SimulatedBackend:
         )
         fail_at = len(text) * 2 // 5 if fails else -1
 
-        # Deadline-based pacing: time spent by the consumer between chunks does not slow the stream down.
+        # Deadline-based pacing: time spent by the consumer between chunks does not slow the stream down. A chunk
+        # is due at its deadline and delivered at the next tick of the clock (PACE_TICK) with the others due by then.
         started = time.monotonic()
         if ttft:
             await asyncio.sleep(ttft)
@@ -105,9 +113,9 @@ class SimulatedBackend:
             if 0 <= fail_at <= sent:
                 raise BackendError("Simulated mid-stream failure (configured in the run's backend options).")
             if cps > 0:
-                delay = started + ttft + (sent + len(chunk)) / cps - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
+                due = started + ttft + (sent + len(chunk)) / cps
+                if due > time.monotonic():
+                    await asyncio.sleep(math.ceil(due / PACE_TICK) * PACE_TICK - time.monotonic())
             sent += len(chunk)
             yield Delta(chunk)
         prompt = request.prompt()
