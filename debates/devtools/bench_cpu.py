@@ -13,8 +13,12 @@ streamed. The same viewer's frames give the delay from each turn's first token (
 server) to the first frame that shows the text, p95 over the turns.
 
 Reference: karpathy's llm-council, measured on the machine of issue 24 with the same fake model (8 calls, no
-streaming, FastAPI writing JSON files): 0.23 s per debate. It is not vendored, so this bench prints that figure as
-the reference rather than re-running it."""
+streaming, FastAPI writing JSON files): 0.23 s per debate. It is not vendored, so by default this bench prints that
+figure as the reference and judges the absolute targets set on that machine. `--peer CMD` measures the peer on this
+machine instead, side by side: CMD (run before the first backend's debates and after each backend's) prints the
+peer's CPU per debate in seconds as the last line of its output; each backend is then judged against 1.5x the
+mean of the peer's figures before and after its debates (the target's own definition), and the CPU per 1,000
+characters against its target scaled by how much dearer the peer is here than on the issue's machine."""
 
 from __future__ import annotations
 
@@ -23,7 +27,9 @@ import contextlib
 import html
 import os
 import re
+import shlex
 import statistics
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -53,6 +59,7 @@ REFERENCE_PEER_CPU = 0.23  # llm-council, s per debate (measured for issue 24 on
 TARGET_CPU_PER_DEBATE = 0.35  # within 1.5x of a peer that does not stream at all
 TARGET_CPU_PER_1000_CHARS = 0.04
 TARGET_FIRST_TEXT_MS = 100.0  # after the model's first token, p95
+TARGET_PEER_RATIO = 1.5  # CPU per debate, against the peer measured on the same machine
 LIVE_PART = re.compile(r'id="(turn-[^"]+)-live"')
 CURSOR = re.compile(r'<span class="cursor">.*?</span>', re.S)
 TAG = re.compile(r"<[^>]+>")
@@ -156,6 +163,29 @@ def measure_cpu(
         "first_text_p95_ms": percentile(delays, 0.95),
         "first_text_turns": len(delays),
     }
+
+
+def peer_cpu(command: str) -> float:
+    """The reference peer's CPU per debate on this machine, in seconds: the last line of what `command` prints."""
+    try:
+        done = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=900, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise BenchBroke(f"--peer {command!r} could not run: {error}") from error
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0:
+        raise BenchBroke(
+            f"--peer {command!r} exited with {done.returncode}: {done.stderr.strip()[-500:] or '(no error output)'}"
+        )
+    last = lines[-1].strip() if lines else ""
+    try:
+        seconds = float(last)
+    except ValueError:
+        raise BenchBroke(
+            f"--peer {command!r}: its last line should be the peer's CPU per debate in seconds, not {last!r}"
+        ) from None
+    if not 0 < seconds < 3600:
+        raise BenchBroke(f"--peer {command!r}: {seconds} s is not a CPU time per debate")
+    return seconds
 
 
 def bench_cpu_cleanup() -> None:

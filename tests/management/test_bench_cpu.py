@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import io
 import re
+import shlex
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from debates.devtools.bench_cpu import BACKENDS, TOPIC_PREFIX, _first_text_at
-from debates.devtools.bench_fanout import process_cpu
+from debates.devtools.bench_cpu import BACKENDS, TOPIC_PREFIX, _first_text_at, peer_cpu
+from debates.devtools.bench_fanout import BenchBroke, process_cpu
 from debates.models import Run
 
 WARMUP_LINE = re.compile(
@@ -67,6 +70,89 @@ def test_bench_cpu_prints_the_servers_cpu_and_the_first_text_delay_against_the_t
         assert first, block[4]
         # Every turn's text reached the viewer, after its first token.
         assert int(first["turns"]) == int(run["turns"]) and int(first["ms"]) >= 0
+    assert not Run.objects.filter(topic__startswith=TOPIC_PREFIX).exists()
+
+
+def peer_command(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "peer.py"
+    script.write_text(body)
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_a_peer_command_each_backend_is_judged_against_the_peer_measured_before_and_after_its_debates(
+    tmp_path: Path,
+):
+    """The peer measured side by side on the same machine replaces the published figure: 1.5x its mean before
+    and after the debates, and the per-1,000-characters target scaled by how much dearer the peer is here."""
+    calls = tmp_path / "calls"
+    command = peer_command(
+        tmp_path,
+        f"from pathlib import Path\np = Path({str(calls)!r})\nn = len(p.read_text()) if p.exists() else 0\n"
+        "p.write_text('x' * (n + 1))\nprint('llm-council, 5 questions')\nprint([0.4, 0.6][n])\n",
+    )
+    out = io.StringIO()
+    call_command(
+        "bench",
+        "cpu",
+        "--runs",
+        "1",
+        "--backends",
+        "simulated",
+        "--database",
+        "configured",
+        "--peer",
+        command,
+        stdout=out,
+    )
+    lines = out.getvalue().splitlines()
+    assert calls.read_text() == "xx"  # before the debates and after them
+    run = next(RUN_LINE.match(line) for line in lines if RUN_LINE.match(line))
+    cpu = float(run["cpu"])
+    median = re.match(
+        r"^simulated: CPU per debate: median (?P<cpu>\d+\.\d{3})s, x(?P<ratio>\d+\.\d\d) of llm-council measured on "
+        r"this machine by the peer command \(0\.400s before these debates, 0\.600s after; no streaming; 0\.23s on "
+        r"the issue's machine: x2\.17 here\) \(target <= x1\.5\) (?P<verdict>PASS|FAIL)$",
+        lines[3],
+    )
+    assert median, lines[3]
+    assert float(median["cpu"]) == cpu and float(median["ratio"]) == pytest.approx(cpu / 0.5, abs=0.01)
+    assert median["verdict"] == ("PASS" if cpu <= 0.75 else "FAIL")
+    per_1000 = re.match(
+        r"^simulated: CPU per 1,000 streamed characters: median (?P<value>\d+\.\d{4})s \(target <= 0\.087s: "
+        r"0\.04s on the issue's machine x2\.17\) (?P<verdict>PASS|FAIL)$",
+        lines[4],
+    )
+    assert per_1000, lines[4]
+    assert per_1000["verdict"] == ("PASS" if float(per_1000["value"]) <= 0.04 * 0.5 / 0.23 else "FAIL")
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ("import sys\nprint('boom', file=sys.stderr)\nsys.exit(3)\n", r"exited with 3: boom"),
+        (
+            "print('median 0.48 s')\n",
+            r"its last line should be the peer's CPU per debate in seconds, not 'median 0\.48 s'",
+        ),
+        ("pass\n", r"its last line should be the peer's CPU per debate in seconds, not ''"),
+        ("print(-1)\n", r"-1\.0 s is not a CPU time per debate"),
+    ],
+)
+def test_a_peer_command_that_fails_or_prints_no_figure_is_named_with_what_went_wrong(
+    tmp_path: Path, body: str, error: str
+):
+    command = peer_command(tmp_path, body)
+    with pytest.raises(BenchBroke, match=error):
+        peer_cpu(command)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_peer_command_that_cannot_start_stops_the_bench_with_a_clear_error():
+    with pytest.raises(CommandError, match=r"bench cpu: --peer '/nonexistent/peer' could not run"):
+        call_command(
+            "bench", "cpu", "--database", "configured", "--peer", "/nonexistent/peer", stdout=io.StringIO()
+        )
     assert not Run.objects.filter(topic__startswith=TOPIC_PREFIX).exists()
 
 

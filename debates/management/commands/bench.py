@@ -527,6 +527,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--seed", type=int, default=1, help="robustness: the schema-only server's seed.")
         parser.add_argument(
+            "--peer",
+            default="",
+            help="cpu: a command measuring the reference peer (llm-council) on this machine with the same fake "
+            "model, printing its CPU per debate in seconds as its last line; run before and after each backend's "
+            "debates, it replaces the published figure and the targets are judged against it.",
+        )
+        parser.add_argument(
             "--protocol",
             default=bench_fanout.REFERENCE_PROTOCOL,
             help="fanout: the protocol debated (a cross-examination of three analysts by default; another "
@@ -579,10 +586,20 @@ class Command(BaseCommand):
                     f"bench cpu: unknown backend(s) {unknown}; choose from {', '.join(bench_cpu.BACKENDS)}"
                 )
             with _database(opts["database"], "bench cpu", cleanup=bench_cpu.bench_cpu_cleanup) as where:
-                for backend in backends:
-                    self._cpu(
-                        runs=3 if runs is None else runs, ttft=ttft, cps=cps, where=where, backend=backend
-                    )
+                try:
+                    peer = bench_cpu.peer_cpu(opts["peer"]) if opts["peer"] else None
+                    for backend in backends:
+                        peer = self._cpu(
+                            runs=3 if runs is None else runs,
+                            ttft=ttft,
+                            cps=cps,
+                            where=where,
+                            backend=backend,
+                            peer_command=opts["peer"],
+                            peer_before=peer,
+                        )
+                except bench_fanout.BenchBroke as error:
+                    raise CommandError(f"bench cpu: {error}") from error
                 return None
         if which == "pages":
             return self._pages(
@@ -712,8 +729,21 @@ class Command(BaseCommand):
             f"({obeying}) {'OK' if done == len(rows) and not failed and not downs and share <= TARGET_REPAIR_SHARE else 'MISSED'}"
         )
 
-    def _cpu(self, *, runs: int, ttft: float, cps: float, where: str, backend: str) -> None:
+    def _cpu(
+        self,
+        *,
+        runs: int,
+        ttft: float,
+        cps: float,
+        where: str,
+        backend: str,
+        peer_command: str,
+        peer_before: float | None,
+    ) -> float | None:
+        """One backend's debates and their verdicts; with a peer command, the peer's figure measured after them
+        (the next backend's `peer_before`)."""
         result = bench_cpu.measure_cpu(runs=runs, ttft=ttft, cps=cps, backend=backend)
+        peer_after = bench_cpu.peer_cpu(peer_command) if peer_command else None
         self.stdout.write(
             f"bench cpu, {bench_cpu.BACKENDS[backend]}: {runs} {result['protocol']} debates (3 agents + judge) after "
             f"a warm-up debate, model ttft={ttft}s cps={cps:.0f}, one after another in a `manage.py serve` process "
@@ -735,20 +765,40 @@ class Command(BaseCommand):
             return "PASS" if ok else "FAIL"
 
         cpu, per_1000, first = result["cpu"], result["cpu_per_1000"], result["first_text_p95_ms"]
-        self.stdout.write(
-            f"{backend}: CPU per debate: median {cpu:.3f}s (target <= {bench_cpu.TARGET_CPU_PER_DEBATE}s; reference "
-            f"llm-council {bench_cpu.REFERENCE_PEER_CPU}s, no streaming: x{cpu / bench_cpu.REFERENCE_PEER_CPU:.2f}) "
-            f"{verdict(cpu <= bench_cpu.TARGET_CPU_PER_DEBATE)}"
-        )
-        self.stdout.write(
-            f"{backend}: CPU per 1,000 streamed characters: median {per_1000:.4f}s "
-            f"(target <= {bench_cpu.TARGET_CPU_PER_1000_CHARS}s) {verdict(per_1000 <= bench_cpu.TARGET_CPU_PER_1000_CHARS)}"
-        )
+        if peer_before is None or peer_after is None:
+            self.stdout.write(
+                f"{backend}: CPU per debate: median {cpu:.3f}s (target <= {bench_cpu.TARGET_CPU_PER_DEBATE}s; "
+                f"reference llm-council {bench_cpu.REFERENCE_PEER_CPU}s, no streaming: "
+                f"x{cpu / bench_cpu.REFERENCE_PEER_CPU:.2f}) {verdict(cpu <= bench_cpu.TARGET_CPU_PER_DEBATE)}"
+            )
+            self.stdout.write(
+                f"{backend}: CPU per 1,000 streamed characters: median {per_1000:.4f}s "
+                f"(target <= {bench_cpu.TARGET_CPU_PER_1000_CHARS}s) "
+                f"{verdict(per_1000 <= bench_cpu.TARGET_CPU_PER_1000_CHARS)}"
+            )
+        else:
+            peer = (peer_before + peer_after) / 2
+            dearer = (
+                peer / bench_cpu.REFERENCE_PEER_CPU
+            )  # this machine against the issue's, by the peer's cost
+            per_1000_target = bench_cpu.TARGET_CPU_PER_1000_CHARS * dearer
+            self.stdout.write(
+                f"{backend}: CPU per debate: median {cpu:.3f}s, x{cpu / peer:.2f} of llm-council measured on this "
+                f"machine by the peer command ({peer_before:.3f}s before these debates, {peer_after:.3f}s after; no "
+                f"streaming; {bench_cpu.REFERENCE_PEER_CPU}s on the issue's machine: x{dearer:.2f} here) (target <= "
+                f"x{bench_cpu.TARGET_PEER_RATIO}) {verdict(cpu <= bench_cpu.TARGET_PEER_RATIO * peer)}"
+            )
+            self.stdout.write(
+                f"{backend}: CPU per 1,000 streamed characters: median {per_1000:.4f}s (target <= "
+                f"{per_1000_target:.3f}s: {bench_cpu.TARGET_CPU_PER_1000_CHARS}s on the issue's machine x{dearer:.2f}) "
+                f"{verdict(per_1000 <= per_1000_target)}"
+            )
         self.stdout.write(
             f"{backend}: first text on screen after the model's first token: p95 {first:.0f} ms over "
             f"{result['first_text_turns']} turns (target <= {bench_cpu.TARGET_FIRST_TEXT_MS:.0f} ms) "
             f"{verdict(first <= bench_cpu.TARGET_FIRST_TEXT_MS)}"
         )
+        return peer_after
 
     def _pages(self, *, runs: int, turns: int, repeat: int, database: str) -> None:
         with _database(database, "bench pages", cleanup=bench_pages_cleanup) as where:
