@@ -15,8 +15,8 @@ server) to the first frame that shows the text, p95 over the turns.
 Reference: karpathy's llm-council, measured on the machine of issue 24 with the same fake model (8 calls, no
 streaming, FastAPI writing JSON files): 0.23 s per debate. It is not vendored, so by default this bench prints that
 figure as the reference and judges the absolute targets set on that machine. `--peer CMD` measures the peer on this
-machine instead, side by side: CMD (run before the first backend's debates and after each backend's) prints the
-peer's CPU per debate in seconds as the last line of its output; each backend is then judged against 1.5x the
+machine instead, side by side: CMD (run before the first backend's debates and after each backend's; split as a
+shell would, not run by one) prints the peer's CPU per debate in seconds as the last line of its output; each backend is then judged against 1.5x the
 mean of the peer's figures before and after its debates (the target's own definition), and the CPU per 1,000
 characters against its target scaled by how much dearer the peer is here than on the issue's machine."""
 
@@ -28,6 +28,7 @@ import html
 import os
 import re
 import shlex
+import signal
 import statistics
 import subprocess
 import time
@@ -60,6 +61,7 @@ TARGET_CPU_PER_DEBATE = 0.35  # within 1.5x of a peer that does not stream at al
 TARGET_CPU_PER_1000_CHARS = 0.04
 TARGET_FIRST_TEXT_MS = 100.0  # after the model's first token, p95
 TARGET_PEER_RATIO = 1.5  # CPU per debate, against the peer measured on the same machine
+PEER_TIMEOUT_SECONDS = 900.0  # one run of the peer command
 LIVE_PART = re.compile(r'id="(turn-[^"]+)-live"')
 CURSOR = re.compile(r'<span class="cursor">.*?</span>', re.S)
 TAG = re.compile(r"<[^>]+>")
@@ -165,17 +167,44 @@ def measure_cpu(
     }
 
 
-def peer_cpu(command: str) -> float:
-    """The reference peer's CPU per debate on this machine, in seconds: the last line of what `command` prints."""
+def peer_argv(command: str) -> list[str]:
+    """`--peer` as the argv it runs (split as a POSIX shell would, but not run by one: `sh -c '...'` for pipes)."""
     try:
-        done = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=900, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise BenchBroke(f"--peer {command!r} could not run: {error}") from error
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0:
-        raise BenchBroke(
-            f"--peer {command!r} exited with {done.returncode}: {done.stderr.strip()[-500:] or '(no error output)'}"
+        argv = shlex.split(command)
+    except ValueError as error:
+        raise BenchBroke(f"--peer {command!r} is not a command line: {error}") from None
+    if not argv:
+        raise BenchBroke("--peer is empty: give the command that measures the peer")
+    return argv
+
+
+def peer_cpu(command: str) -> float:
+    """The reference peer's CPU per debate on this machine, in seconds: the last line of what `command` prints.
+    It runs in a session of its own, so a timeout stops whatever it started (the peer's server, its fake model)."""
+    try:
+        process = subprocess.Popen(
+            peer_argv(command),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
         )
+    except OSError as error:
+        raise BenchBroke(f"--peer {command!r} could not run: {error}") from error
+    try:
+        out, err = process.communicate(timeout=PEER_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise BenchBroke(
+            f"--peer {command!r} gave no figure within {PEER_TIMEOUT_SECONDS:.0f} s; stopped"
+        ) from None
+    if process.returncode != 0:
+        raise BenchBroke(
+            f"--peer {command!r} exited with {process.returncode}: {err.strip()[-500:] or '(no error output)'}"
+        )
+    lines = out.strip().splitlines()
     last = lines[-1].strip() if lines else ""
     try:
         seconds = float(last)

@@ -204,7 +204,7 @@ def transcript_rounds(run: Run, cards: list[dict[str, Any]]) -> list[dict[str, A
 # A long transcript is shown in full at its start and its end (where the live turns arrive); the turns between are
 # loaded as the reader reaches them, so the page's first request renders at most this many cards. Rendering a card
 # for the first time is most of a long run's first request: with 20 + 20, a 500-turn run's took 100-200 ms on a
-# slow 2-core machine (target 150 ms); 12 + 12 is 45 % less work.
+# slow 2-core machine (target 150 ms); 12 + 12 is 45 % less work under a profiler.
 TRANSCRIPT_HEAD = 12
 TRANSCRIPT_TAIL = 12
 

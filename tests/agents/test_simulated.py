@@ -28,7 +28,8 @@ class FakeClock:
         return self.now
 
     async def sleep(self, delay: float) -> None:
-        self.now += max(delay, 0.0)
+        assert delay > 0, delay
+        self.now += delay
         self.wakeups.append(self.now)
 
 

@@ -7,14 +7,17 @@ with llm-council's figure as the reference), and that it cleans up. Not a timing
 from __future__ import annotations
 
 import io
+import os
 import re
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
+from debates.devtools import bench_cpu
 from debates.devtools.bench_cpu import BACKENDS, TOPIC_PREFIX, _first_text_at, peer_cpu
 from debates.devtools.bench_fanout import BenchBroke, process_cpu
 from debates.models import Run
@@ -119,7 +122,7 @@ def test_with_a_peer_command_each_backend_is_judged_against_the_peer_measured_be
     assert float(median["cpu"]) == cpu and float(median["ratio"]) == pytest.approx(cpu / 0.5, abs=0.01)
     assert median["verdict"] == ("PASS" if cpu <= 0.75 else "FAIL")
     per_1000 = re.match(
-        r"^simulated: CPU per 1,000 streamed characters: median (?P<value>\d+\.\d{4})s \(target <= 0\.087s: "
+        r"^simulated: CPU per 1,000 streamed characters: median (?P<value>\d+\.\d{4})s \(target <= 0\.0870s: "
         r"0\.04s on the issue's machine x2\.17\) (?P<verdict>PASS|FAIL)$",
         lines[4],
     )
@@ -145,6 +148,73 @@ def test_a_peer_command_that_fails_or_prints_no_figure_is_named_with_what_went_w
     command = peer_command(tmp_path, body)
     with pytest.raises(BenchBroke, match=error):
         peer_cpu(command)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_peer_command_failing_after_the_debates_leaves_their_lines_printed(tmp_path: Path):
+    calls = tmp_path / "calls"
+    command = peer_command(
+        tmp_path,
+        f"import sys\nfrom pathlib import Path\np = Path({str(calls)!r})\nfirst = not p.exists()\np.write_text('x')\n"
+        "print(0.5) if first else sys.exit('the peer server did not start')\n",
+    )
+    out = io.StringIO()
+    with pytest.raises(CommandError, match=r"exited with 1: the peer server did not start"):
+        call_command(
+            "bench",
+            "cpu",
+            "--runs",
+            "1",
+            "--backends",
+            "simulated",
+            "--database",
+            "configured",
+            "--peer",
+            command,
+            stdout=out,
+        )
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3 and RUN_LINE.match(lines[2]), lines  # the header, the warm-up and the debate
+    assert not Run.objects.filter(topic__startswith=TOPIC_PREFIX).exists()
+
+
+def test_a_peer_command_that_gives_no_figure_in_time_is_stopped_with_what_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    pid_file = tmp_path / "child.pid"
+    command = peer_command(
+        tmp_path,
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'],\n"
+        "    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"  # the peer's server, say: not our pipes
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\ntime.sleep(600)\n",
+    )
+    monkeypatch.setattr(bench_cpu, "PEER_TIMEOUT_SECONDS", 2.0)
+    with pytest.raises(BenchBroke, match=r"gave no figure within 2 s; stopped"):
+        peer_cpu(command)
+    child = int(pid_file.read_text())
+    for _ in range(50):  # the kill is sent; the child (not ours to reap) goes within moments
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        if Path(f"/proc/{child}/stat").read_text().split(") ")[1].startswith("Z"):
+            break  # killed, waiting for its parent's reaper
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the peer command's child {child} is still running")
+
+
+@pytest.mark.parametrize(
+    ("peer", "error"),
+    [
+        ('echo "x', r"--peer 'echo \"x' is not a command line: No closing quotation"),
+        ("  ", r"--peer is empty"),
+    ],
+)
+def test_a_peer_command_line_that_cannot_be_split_is_refused_before_anything_runs(peer: str, error: str):
+    with pytest.raises(CommandError, match=f"bench cpu: {error}"):
+        call_command("bench", "cpu", "--peer", peer, stdout=io.StringIO())
 
 
 @pytest.mark.django_db(transaction=True)

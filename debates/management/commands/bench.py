@@ -530,8 +530,9 @@ class Command(BaseCommand):
             "--peer",
             default="",
             help="cpu: a command measuring the reference peer (llm-council) on this machine with the same fake "
-            "model, printing its CPU per debate in seconds as its last line; run before and after each backend's "
-            "debates, it replaces the published figure and the targets are judged against it.",
+            "model, printing its CPU per debate in seconds as its last line (split as a shell would, not run by "
+            "one: sh -c '...' for pipes); run before and after each backend's debates, it replaces the published "
+            "figure and the CPU targets are judged against it.",
         )
         parser.add_argument(
             "--protocol",
@@ -585,6 +586,11 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"bench cpu: unknown backend(s) {unknown}; choose from {', '.join(bench_cpu.BACKENDS)}"
                 )
+            if opts["peer"]:
+                try:
+                    bench_cpu.peer_argv(opts["peer"])
+                except bench_fanout.BenchBroke as error:
+                    raise CommandError(f"bench cpu: {error}") from error
             with _database(opts["database"], "bench cpu", cleanup=bench_cpu.bench_cpu_cleanup) as where:
                 try:
                     peer = bench_cpu.peer_cpu(opts["peer"]) if opts["peer"] else None
@@ -743,7 +749,6 @@ class Command(BaseCommand):
         """One backend's debates and their verdicts; with a peer command, the peer's figure measured after them
         (the next backend's `peer_before`)."""
         result = bench_cpu.measure_cpu(runs=runs, ttft=ttft, cps=cps, backend=backend)
-        peer_after = bench_cpu.peer_cpu(peer_command) if peer_command else None
         self.stdout.write(
             f"bench cpu, {bench_cpu.BACKENDS[backend]}: {runs} {result['protocol']} debates (3 agents + judge) after "
             f"a warm-up debate, model ttft={ttft}s cps={cps:.0f}, one after another in a `manage.py serve` process "
@@ -764,6 +769,8 @@ class Command(BaseCommand):
         def verdict(ok: bool) -> str:
             return "PASS" if ok else "FAIL"
 
+        # After the debates' own lines: a peer command that fails now does not lose them.
+        peer_after = bench_cpu.peer_cpu(peer_command) if peer_command else None
         cpu, per_1000, first = result["cpu"], result["cpu_per_1000"], result["first_text_p95_ms"]
         if peer_before is None or peer_after is None:
             self.stdout.write(
@@ -778,9 +785,8 @@ class Command(BaseCommand):
             )
         else:
             peer = (peer_before + peer_after) / 2
-            dearer = (
-                peer / bench_cpu.REFERENCE_PEER_CPU
-            )  # this machine against the issue's, by the peer's cost
+            # How much dearer this machine is than the issue's, by what the peer costs on each.
+            dearer = peer / bench_cpu.REFERENCE_PEER_CPU
             per_1000_target = bench_cpu.TARGET_CPU_PER_1000_CHARS * dearer
             self.stdout.write(
                 f"{backend}: CPU per debate: median {cpu:.3f}s, x{cpu / peer:.2f} of llm-council measured on this "
@@ -790,7 +796,7 @@ class Command(BaseCommand):
             )
             self.stdout.write(
                 f"{backend}: CPU per 1,000 streamed characters: median {per_1000:.4f}s (target <= "
-                f"{per_1000_target:.3f}s: {bench_cpu.TARGET_CPU_PER_1000_CHARS}s on the issue's machine x{dearer:.2f}) "
+                f"{per_1000_target:.4f}s: {bench_cpu.TARGET_CPU_PER_1000_CHARS}s on the issue's machine x{dearer:.2f}) "
                 f"{verdict(per_1000 <= per_1000_target)}"
             )
         self.stdout.write(
