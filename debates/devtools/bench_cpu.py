@@ -16,9 +16,10 @@ Reference: karpathy's llm-council, measured on the machine of issue 24 with the 
 streaming, FastAPI writing JSON files): 0.23 s per debate. It is not vendored, so by default this bench prints that
 figure as the reference and judges the absolute targets set on that machine. `--peer CMD` measures the peer on this
 machine instead, side by side: CMD (run before the first backend's debates and after each backend's; split as a
-shell would, not run by one) prints the peer's CPU per debate in seconds as the last line of its output; each backend is then judged against 1.5x the
-mean of the peer's figures before and after its debates (the target's own definition), and the CPU per 1,000
-characters against its target scaled by how much dearer the peer is here than on the issue's machine."""
+shell would, not run by one) prints the peer's CPU per debate in seconds as the last line of its output; each
+backend is then judged against 1.5x the mean of the peer's figures before and after its debates (the target's own
+definition), and the CPU per 1,000 characters against its target scaled by how much dearer the peer is here than on
+the issue's machine."""
 
 from __future__ import annotations
 
