@@ -82,6 +82,13 @@ def peer_command(tmp_path: Path, body: str) -> str:
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
 
 
+def one_simulated_debate_beside_the_peer(command: str, out: io.StringIO) -> None:
+    call_command(
+        "bench", "cpu", "--runs", "1", "--backends", "simulated", "--database", "configured", "--peer", command,
+        stdout=out,
+    )  # fmt: skip
+
+
 @pytest.mark.django_db(transaction=True)
 def test_with_a_peer_command_each_backend_is_judged_against_the_peer_measured_before_and_after_its_debates(
     tmp_path: Path,
@@ -95,19 +102,7 @@ def test_with_a_peer_command_each_backend_is_judged_against_the_peer_measured_be
         "p.write_text('x' * (n + 1))\nprint('llm-council, 5 questions')\nprint([0.4, 0.6][n])\n",
     )
     out = io.StringIO()
-    call_command(
-        "bench",
-        "cpu",
-        "--runs",
-        "1",
-        "--backends",
-        "simulated",
-        "--database",
-        "configured",
-        "--peer",
-        command,
-        stdout=out,
-    )
+    one_simulated_debate_beside_the_peer(command, out)
     lines = out.getvalue().splitlines()
     assert calls.read_text() == "xx"  # before the debates and after them
     run = next(RUN_LINE.match(line) for line in lines if RUN_LINE.match(line))
@@ -160,19 +155,7 @@ def test_a_peer_command_failing_after_the_debates_leaves_their_lines_printed(tmp
     )
     out = io.StringIO()
     with pytest.raises(CommandError, match=r"exited with 1: the peer server did not start"):
-        call_command(
-            "bench",
-            "cpu",
-            "--runs",
-            "1",
-            "--backends",
-            "simulated",
-            "--database",
-            "configured",
-            "--peer",
-            command,
-            stdout=out,
-        )
+        one_simulated_debate_beside_the_peer(command, out)
     lines = out.getvalue().splitlines()
     assert len(lines) == 3 and RUN_LINE.match(lines[2]), lines  # the header, the warm-up and the debate
     assert not Run.objects.filter(topic__startswith=TOPIC_PREFIX).exists()
