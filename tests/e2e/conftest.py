@@ -27,7 +27,7 @@ from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.contrib.auth.models import Permission, User
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.db import connections
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from debates.devtools.browser import CHROMIUM_ARGS, chromium_path
 from debates.engine.runner import run_execute
@@ -147,6 +147,21 @@ def login(page: Page, base_url: str, username: str) -> None:
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     expect(page.locator("header.topbar .who")).to_contain_text(username)
+
+
+# An element htmx has inserted but not yet wired up, or inside one.
+HTMX_UNWIRED = (
+    "xpath=ancestor-or-self::*[contains(concat(' ', normalize-space(@class), ' '), ' htmx-added ')]"
+)
+
+
+def htmx_click(control: Locator, timeout: float = 10_000) -> None:
+    """Click an htmx control (a button with hx-post) once htmx has wired it up. htmx puts swapped-in content on
+    the page at once but reads its hx- attributes in its settle step, 20 ms later (the content is marked
+    htmx-added until then): a click in between does nothing, which a loaded CI machine hit once."""
+    expect(control).to_be_enabled(timeout=timeout)
+    expect(control.locator(HTMX_UNWIRED)).to_have_count(0, timeout=timeout)
+    control.click()
 
 
 @pytest.fixture

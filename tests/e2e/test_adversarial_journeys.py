@@ -14,7 +14,7 @@ from debates.models import Run
 pytestmark = pytest.mark.e2e
 
 SEE = 10_000
-RUN = 60_000
+RUN = 180_000  # a whole run: generous, since CI runs these beside the scaled pass on two cores
 RFC = (
     "We will move user sessions from the database to a single Redis instance. "
     "Sessions will expire after 30 days of inactivity. "

@@ -13,7 +13,7 @@ from tests.e2e.test_run_journeys import start_run
 pytestmark = pytest.mark.e2e
 
 SEE = 15_000
-RUN = 90_000
+RUN = 180_000  # a whole run: generous, since CI runs these beside the scaled pass on two cores
 SCREEN = 900  # one screen of a 1440×900 window
 
 

@@ -26,7 +26,7 @@ SLUG = "congestion-pricing"
 # Bounded waits (ms). Simulated agents at 300 characters per second take a few seconds per turn.
 SEE = 10_000
 TURN = 30_000
-RUN = 90_000
+RUN = 180_000  # a whole run: generous, since CI runs these beside the scaled pass on two cores
 
 
 @pytest.fixture

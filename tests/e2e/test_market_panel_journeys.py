@@ -17,7 +17,7 @@ from debates.models import Run
 pytestmark = pytest.mark.e2e
 
 SEE = 10_000
-RUN = 90_000
+RUN = 180_000  # a whole run: generous, since CI runs these beside the scaled pass on two cores
 TOPIC = "One-month outlook for the S&P 500"
 
 
