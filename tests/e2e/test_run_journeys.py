@@ -7,11 +7,14 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, WebSocketRoute, expect
 
 from debates.models import Run, Turn
+from debates.services import runs as services
+from tests.conftest import ANALYSTS as ANALYST_LIST
 from tests.conftest import MATERIAL
 from tests.e2e.conftest import htmx_click
 
@@ -354,3 +357,47 @@ def test_e_on_a_phone_the_controls_stay_in_reach_while_turns_stream(
     expect(run_status(page)).to_have_attribute("data-status", "cancelled", timeout=SEE)
     # Nothing left to steer: the buttons are back in the panel, out of the way.
     assert page.locator("#moderator .controls").evaluate("e => getComputedStyle(e).position") == "static"
+
+
+def test_f_a_control_that_has_just_appeared_works_at_once(moderator_page: Page, live_daphne: str) -> None:
+    """htmx wires up what it swaps in during its settle step. With htmx's default settle delay that came 20 ms
+    after the swap, and a tap in between did nothing at all; with none, the swap wires it up itself. Resume,
+    clicked the moment Pause's answer puts it on the page, resumes the run. (The socket's frames are held back
+    meanwhile: they swap the panel in too, and would otherwise often come first.)"""
+    run = services.run_create(
+        protocol="cross-examination",
+        topic=TOPIC,
+        config={"analysts": ANALYST_LIST},
+        material=MATERIAL,
+        enqueue=False,  # queued and left there: pausing and resuming it is all this needs
+    )
+    hold: list[Any] = []  # frames from the server, once holding starts
+
+    def route(socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+        server.on_message(lambda frame: hold.append(frame) if hold else socket.send(frame))
+
+    page = moderator_page
+    page.route_web_socket(re.compile(r"/ws/runs/\d+/"), route)
+    page.goto(f"{live_daphne}/runs/{run.pk}/")
+    expect(page.locator("#connection")).to_have_text("live", timeout=SEE)
+    expect(page.locator("#control-pause")).to_be_enabled()
+    hold.append("holding")
+    # A mutation observer runs as soon as the swap's task ends: before any tap a person could make.
+    page.evaluate(
+        """() => new Promise(resolve => {
+            const observer = new MutationObserver(() => {
+                const resume = document.querySelector('#control-resume');
+                if (resume && !resume.disabled) {
+                    observer.disconnect();
+                    resume.click();
+                    resolve();
+                }
+            });
+            observer.observe(document.body, {childList: true, subtree: true});
+            document.querySelector('#control-pause').click();
+        })"""
+    )
+    expect(page.locator("#action-confirmation")).to_contain_text("Resumed", timeout=SEE)
+    run.refresh_from_db()
+    assert not run.pause_requested
