@@ -156,9 +156,10 @@ HTMX_UNWIRED = (
 
 
 def htmx_click(control: Locator, timeout: float = 10_000) -> None:
-    """Click an htmx control (a button with hx-post) once htmx has wired it up. htmx puts swapped-in content on
-    the page at once but reads its hx- attributes in its settle step, 20 ms later (the content is marked
-    htmx-added until then): a click in between does nothing, which a loaded CI machine hit once."""
+    """Click an htmx control (a button with hx-post) once it is enabled and htmx has wired it up. htmx reads a
+    swapped-in element's hx- attributes in its settle step and marks it htmx-added until then; a click before
+    that does nothing. The pages settle in the swap itself (defaultSettleDelay 0 in base.html), so the second
+    wait only matters should a settle delay come back."""
     expect(control).to_be_enabled(timeout=timeout)
     expect(control.locator(HTMX_UNWIRED)).to_have_count(0, timeout=timeout)
     control.click()

@@ -7,7 +7,6 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import Locator, Page, WebSocketRoute, expect
@@ -371,33 +370,33 @@ def test_f_a_control_that_has_just_appeared_works_at_once(moderator_page: Page, 
         material=MATERIAL,
         enqueue=False,  # queued and left there: pausing and resuming it is all this needs
     )
-    hold: list[Any] = []  # frames from the server, once holding starts
+    holding = False  # the server's frames are held back once this is set
+    held: list[str | bytes] = []
 
     def route(socket: WebSocketRoute) -> None:
         server = socket.connect_to_server()
-        server.on_message(lambda frame: hold.append(frame) if hold else socket.send(frame))
+        server.on_message(lambda frame: held.append(frame) if holding else socket.send(frame))
 
     page = moderator_page
     page.route_web_socket(re.compile(r"/ws/runs/\d+/"), route)
     page.goto(f"{live_daphne}/runs/{run.pk}/")
     expect(page.locator("#connection")).to_have_text("live", timeout=SEE)
     expect(page.locator("#control-pause")).to_be_enabled()
-    hold.append("holding")
+    holding = True
     # A mutation observer runs as soon as the swap's task ends: before any tap a person could make.
     page.evaluate(
-        """() => new Promise(resolve => {
+        """() => {
             const observer = new MutationObserver(() => {
                 const resume = document.querySelector('#control-resume');
                 if (resume && !resume.disabled) {
                     observer.disconnect();
                     resume.click();
-                    resolve();
                 }
             });
             observer.observe(document.body, {childList: true, subtree: true});
             document.querySelector('#control-pause').click();
-        })"""
+        }"""
     )
     expect(page.locator("#action-confirmation")).to_contain_text("Resumed", timeout=SEE)
     run.refresh_from_db()
-    assert not run.pause_requested
+    assert not run.pause_requested  # (and it runs, in the server, until the test's server stops)
