@@ -27,7 +27,7 @@ from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.contrib.auth.models import Permission, User
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.db import connections
-from playwright.sync_api import BrowserContext, Locator, Page, expect
+from playwright.sync_api import BrowserContext, Page, expect
 
 from debates.devtools.browser import CHROMIUM_ARGS, chromium_path
 from debates.engine.runner import run_execute
@@ -36,6 +36,9 @@ from debates.services import runs as services
 
 SERVER_START_SECONDS = 30
 PASSWORD = "e2e-password-1"
+# The longest wait for a whole run (ms): generous, since CI runs the browser tests beside the scaled pass on two
+# cores.
+RUN = 180_000
 
 
 @pytest.hookimpl(trylast=True)
@@ -147,22 +150,6 @@ def login(page: Page, base_url: str, username: str) -> None:
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     expect(page.locator("header.topbar .who")).to_contain_text(username)
-
-
-# An element htmx has inserted but not yet wired up, or inside one.
-HTMX_UNWIRED = (
-    "xpath=ancestor-or-self::*[contains(concat(' ', normalize-space(@class), ' '), ' htmx-added ')]"
-)
-
-
-def htmx_click(control: Locator, timeout: float = 10_000) -> None:
-    """Click an htmx control (a button with hx-post) once it is enabled and htmx has wired it up. htmx reads a
-    swapped-in element's hx- attributes in its settle step and marks it htmx-added until then; a click before
-    that does nothing. The pages settle in the swap itself (defaultSettleDelay 0 in base.html), so the second
-    wait only matters should a settle delay come back."""
-    expect(control).to_be_enabled(timeout=timeout)
-    expect(control.locator(HTMX_UNWIRED)).to_have_count(0, timeout=timeout)
-    control.click()
 
 
 @pytest.fixture

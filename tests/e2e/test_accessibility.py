@@ -18,7 +18,7 @@ from playwright.sync_api import BrowserContext, Page, Route, expect
 from debates.models import Run
 from debates.services import runs as services
 from tests.conftest import ANALYSTS, MATERIAL, run_to_stop
-from tests.e2e.conftest import htmx_click, login, user_create
+from tests.e2e.conftest import login, user_create
 from tests.web.world import World, world_build
 
 pytestmark = pytest.mark.e2e
@@ -218,10 +218,10 @@ def runs_start(page: Page, base_url: str, site: Site) -> None:
         page.goto(f"{base_url}/runs/{run.pk}/")
         expect(page.locator("#connection")).to_have_text("live", timeout=SEE)
         confirmation = page.locator("#action-confirmation")
-        htmx_click(page.locator("#control-pause"))
+        page.locator("#control-pause").click()
         # The pause's answer in place first: arriving after the resume, it would show the panel as paused.
         expect(confirmation).to_contain_text("Pause requested", timeout=SEE)
-        htmx_click(page.locator("#control-resume"))
+        page.locator("#control-resume").click()
         expect(confirmation).to_contain_text("Resumed", timeout=SEE)
     for run in site.running.values():
         page.goto(f"{base_url}/runs/{run.pk}/")

@@ -10,11 +10,11 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from debates.models import Run
+from tests.e2e.conftest import RUN
 
 pytestmark = pytest.mark.e2e
 
 SEE = 10_000
-RUN = 180_000  # a whole run: generous, since CI runs these beside the scaled pass on two cores
 RFC = (
     "We will move user sessions from the database to a single Redis instance. "
     "Sessions will expire after 30 days of inactivity. "

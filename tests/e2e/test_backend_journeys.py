@@ -14,7 +14,8 @@ from playwright.sync_api import Page, expect
 from debates.devtools.fake_llm import FakeLLMServer
 from debates.models import Run
 from tests.conftest import FAKE_KEY, LONG_MATERIAL
-from tests.e2e.test_run_journeys import ANALYSTS, RUN, SEE, TOPIC, run_status
+from tests.e2e.conftest import RUN
+from tests.e2e.test_run_journeys import ANALYSTS, SEE, TOPIC, run_status
 
 pytestmark = pytest.mark.e2e
 

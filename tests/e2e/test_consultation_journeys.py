@@ -13,11 +13,11 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from debates.models import Run
+from tests.e2e.conftest import RUN
 
 pytestmark = pytest.mark.e2e
 
 SEE = 10_000
-RUN = 180_000  # a whole run: generous, since CI runs these beside the scaled pass on two cores
 QUESTION = "Should the city charge cars entering the centre?"
 MATERIAL = (
     "Stockholm ran a seven-month congestion-charge trial in 2006. Traffic across the cordon fell by about 20 percent. "

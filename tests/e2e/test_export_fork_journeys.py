@@ -12,6 +12,7 @@ from playwright.sync_api import Page, expect
 
 from debates.models import Run, Turn
 from tests.conftest import MATERIAL
+from tests.e2e.conftest import RUN
 
 pytestmark = pytest.mark.e2e
 
@@ -19,7 +20,6 @@ TOPIC = "Should the city charge cars entering the centre?"
 ANALYSTS = "Ada: economic costs and benefits\nBo: risks and second-order effects\nCy: evidence quality"
 FORK_AT = "r2/questions/examiner"
 SEE = 10_000
-RUN = 180_000  # a whole run: generous, since CI runs these beside the scaled pass on two cores
 
 
 def run_id_of(page: Page) -> int:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.conftest import RUN
 from tests.e2e.test_run_journeys import start_run
 
 pytestmark = pytest.mark.e2e
 
 SEE = 15_000
-RUN = 180_000  # a whole run: generous, since CI runs these beside the scaled pass on two cores
 SCREEN = 900  # one screen of a 1440×900 window
 
 

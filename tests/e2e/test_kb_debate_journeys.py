@@ -18,6 +18,7 @@ from debates.models import Run
 from debates.protocols.kb_debate.ledger import ORBIT_EDGES, position_label
 from debates.selectors.panels import run_protocol_context
 from kb.models import Argument, ProposedMutation
+from tests.e2e.conftest import RUN
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +27,6 @@ SLUG = "congestion-pricing"
 # Bounded waits (ms). Simulated agents at 300 characters per second take a few seconds per turn.
 SEE = 10_000
 TURN = 30_000
-RUN = 180_000  # a whole run: generous, since CI runs these beside the scaled pass on two cores
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ import pytest
 from playwright.sync_api import ConsoleMessage, Page, expect
 
 from debates.models import Run
+from tests.e2e.conftest import RUN
 
 pytestmark = pytest.mark.e2e
 
 SEE = 10_000
-RUN = 180_000  # a whole run: generous, since CI runs these beside the scaled pass on two cores
 TOPIC = "One-month outlook for the S&P 500"
 
 

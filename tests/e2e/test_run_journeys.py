@@ -15,7 +15,7 @@ from debates.models import Run, Turn
 from debates.services import runs as services
 from tests.conftest import ANALYSTS as ANALYST_LIST
 from tests.conftest import MATERIAL
-from tests.e2e.conftest import htmx_click
+from tests.e2e.conftest import RUN
 
 pytestmark = pytest.mark.e2e
 
@@ -25,7 +25,6 @@ HANDLES = ["analyst-ada", "analyst-bo", "analyst-cy"]
 # Bounded waits (ms). A full run of agents at 300 characters per second takes about 20 s here.
 SEE = 10_000
 TURN = 20_000
-RUN = 180_000  # a whole run: generous, since CI runs these beside the scaled pass on two cores
 
 
 def start_run(
@@ -260,7 +259,7 @@ def test_d_moderator_pauses_and_resumes_and_a_viewer_cannot(
     run_id = start_run(page, live_daphne, cps=300, per_analyst=2)
     expect(page.locator("#transcript article[data-status=streaming]").first).to_be_visible(timeout=SEE)
 
-    htmx_click(page.locator("#control-pause"))
+    page.locator("#control-pause").click()
     expect(page.locator("#control-pause")).to_be_disabled(timeout=SEE)
     expect(page.locator("#control-resume")).to_be_enabled()
     # The turns in flight finish; then the run stops, showing nothing streaming.
@@ -285,7 +284,7 @@ def test_d_moderator_pauses_and_resumes_and_a_viewer_cannot(
     expect(viewer_page.locator("#moderator button, #moderator form")).to_have_count(0)
     expect(viewer_page.get_by_role("link", name="New run")).to_have_count(0)
 
-    htmx_click(page.locator("#control-resume"))
+    page.locator("#control-resume").click()
     expect(page.locator("#control-resume")).to_be_disabled(timeout=SEE)
     expect(run_status(page)).to_have_attribute("data-status", "running", timeout=SEE)
     wait_completed(page)

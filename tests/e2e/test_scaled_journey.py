@@ -20,8 +20,8 @@ import psycopg
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.e2e.conftest import PASSWORD, login
-from tests.e2e.test_run_journeys import HANDLES, RUN, SEE, TURN, start_run, turns
+from tests.e2e.conftest import PASSWORD, RUN, login
+from tests.e2e.test_run_journeys import HANDLES, SEE, TURN, start_run, turns
 from tests.engine.crash_helpers import Proc, free_port, kill_all, lease_owner_pid, wait_for
 from tests.scaled.throwaway_redis import ThrowawayRedis
 
